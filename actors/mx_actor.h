@@ -1,0 +1,48 @@
+/*  mx_actor - what every actor of msgxd shares.
+
+    An actor is a czmq zactor (a thread with a PAIR pipe to its parent).
+    Start-up has two phases because zactor_new discards the start status:
+    the thread signals at once, then its parent sends START and waits for
+    START_OK or START_FAILED (see proto/mx_cmd.def). Actors stop on "$TERM".
+*/
+#ifndef MX_ACTOR_H_INCLUDED
+#define MX_ACTOR_H_INCLUDED
+
+#include <czmq.h>
+
+#include "mx_clock.h"
+#include "mx_cmd.h"
+#include "mx_config.h"
+
+//  What control hands to each child. Read-only for the child; owned by
+//  control and valid until the child is destroyed.
+typedef struct {
+    const char *name;
+    const mx_config_t *config;
+    mx_clock_t *clock;
+} mx_actor_args_t;
+
+typedef struct {
+    const char *name;
+    zactor_fn *fn;
+} mx_actor_def_t;
+
+//  Pipeline actors that control starts, in start order, once the instance
+//  holds the lock. Stopped in reverse order.
+extern const mx_actor_def_t mx_pipeline_actors [];
+extern const size_t mx_pipeline_actor_count;
+
+//  Start a child: zactor_new, then START, waiting up to timeout_ms for the
+//  reply. Returns the actor, or NULL with *error set (malloc'd line).
+//  *detail receives the START_OK text (malloc'd) when not NULL.
+zactor_t *mx_actor_start (zactor_fn *fn, void *args, int timeout_ms,
+                          char **detail, char **error);
+
+//  Answer START: START_OK with detail or START_FAILED with reason.
+void mx_actor_reply_started (zsock_t *pipe, const char *detail);
+void mx_actor_reply_failed (zsock_t *pipe, const char *reason);
+
+//  After START_FAILED an actor waits here for "$TERM" and returns.
+void mx_actor_wait_term (zsock_t *pipe);
+
+#endif

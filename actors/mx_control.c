@@ -1,0 +1,679 @@
+/*  mx_control - see mx_control.h.  */
+#include "mx_control.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <libpq-fe.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include "mx_log.h"
+#include "mx_migrate.h"
+#include "mx_pg.h"
+
+#define ACTOR "control"
+#define CHILD_START_TIMEOUT_MS 30000
+
+typedef enum {
+    ROLE_CONNECTING,        //  no PostgreSQL connection yet
+    ROLE_STANDBY,           //  waiting for the instance lock
+    ROLE_ACTIVE,            //  holds the lock, pipeline started
+    ROLE_FENCED             //  lost the lock; stopped, waiting for $TERM
+} s_role_t;
+
+static const char *s_role_names [] = { "connecting", "standby", "active", "fenced" };
+
+typedef struct {
+    zactor_t *actor;
+    mx_actor_args_t args;
+} s_child_t;
+
+typedef struct {
+    zsock_t *pipe;
+    const mx_control_args_t *args;
+    const mx_config_t *config;
+    mx_clock_t *clock;
+    bool terminated;
+    s_role_t role;
+    zsock_t *admin;             //  ROUTER for msgxctl
+    bool admin_ipc;             //  we created the ipc socket file
+    zsock_t *ticks;             //  fake clock announcements, or NULL
+    PGconn *lock_conn;          //  holds the session advisory lock
+    bool lock_waiting;          //  async pg_advisory_lock in flight
+    PGconn *status_conn;        //  reads for status; reconnects lazily
+    int64_t retry_at;           //  next connect attempt, INT64_MAX = none
+    int64_t started_at;
+    int64_t active_since;
+    bool paused;
+    s_child_t *children;
+    size_t children_started;
+    char *pg_error;             //  last PostgreSQL problem, for status
+    char lock_key [32];
+} s_control_t;
+
+static void s_set_role (s_control_t *self, s_role_t role, const char *why);
+
+//  ---------------------------------------------------------------------
+//  Admin endpoint
+
+//  An ipc socket file that accepts connections belongs to a live daemon;
+//  binding over it would silently steal its admin socket.
+static int
+s_ipc_check (const char *path, char **error)
+{
+    struct stat st;
+    if (stat (path, &st) != 0)
+        return 0;
+    struct sockaddr_un addr = { .sun_family = AF_UNIX };
+    if (strlen (path) >= sizeof addr.sun_path) {
+        *error = zsys_sprintf ("admin ipc path too long (max %zu bytes): %s",
+                               sizeof addr.sun_path - 1, path);
+        return -1;
+    }
+    strcpy (addr.sun_path, path);
+    int fd = socket (AF_UNIX, SOCK_STREAM, 0);
+    if (fd < 0)
+        return 0;
+    int rc = connect (fd, (struct sockaddr *) &addr, sizeof addr);
+    close (fd);
+    if (rc == 0) {
+        *error = zsys_sprintf ("admin endpoint ipc://%s is in use by another running msgxd", path);
+        return -1;
+    }
+    unlink (path);              //  stale file from a crashed process
+    return 0;
+}
+
+static int
+s_admin_bind (s_control_t *self, char **error)
+{
+    const char *endpoint = self->config->admin_endpoint;
+    bool ipc = strncmp (endpoint, "ipc://", 6) == 0;
+    if (ipc && s_ipc_check (endpoint + 6, error))
+        return -1;
+    self->admin = zsock_new (ZMQ_ROUTER);
+    assert (self->admin);
+    zsock_set_linger (self->admin, 0);
+    if (zsock_bind (self->admin, "%s", endpoint) < 0) {
+        *error = zsys_sprintf ("cannot bind admin endpoint %s: %s", endpoint, zmq_strerror (zmq_errno ()));
+        zsock_destroy (&self->admin);
+        return -1;
+    }
+    self->admin_ipc = ipc;
+    if (ipc && chmod (endpoint + 6, 0600) != 0) {
+        *error = zsys_sprintf ("cannot restrict admin socket %s to mode 0600: %s", endpoint + 6, strerror (errno));
+        zsock_destroy (&self->admin);
+        return -1;
+    }
+    return 0;
+}
+
+//  ---------------------------------------------------------------------
+//  Children
+
+static void
+s_children_stop (s_control_t *self)
+{
+    while (self->children_started > 0) {
+        s_child_t *child = &self->children [--self->children_started];
+        mx_info (ACTOR, "stopping actor %s", child->args.name);
+        zactor_destroy (&child->actor);
+        mx_info (ACTOR, "stopped actor %s", child->args.name);
+    }
+}
+
+static int
+s_children_start (s_control_t *self, char **error)
+{
+    for (size_t i = 0; i < self->args->child_count; i++) {
+        s_child_t *child = &self->children [i];
+        child->args.name = self->args->children [i].name;
+        child->args.config = self->config;
+        child->args.clock = self->clock;
+        char *detail = NULL;
+        char *why = NULL;
+        child->actor = mx_actor_start (self->args->children [i].fn, &child->args,
+                                       CHILD_START_TIMEOUT_MS, &detail, &why);
+        if (!child->actor) {
+            *error = zsys_sprintf ("actor %s did not start: %s", child->args.name, why);
+            free (why);
+            s_children_stop (self);
+            return -1;
+        }
+        self->children_started++;
+        mx_info (ACTOR, "started actor %s: %s", child->args.name, detail);
+        free (detail);
+        if (self->paused)
+            mx_cmd_send (zactor_sock (child->actor), MX_CMD_PAUSE);
+    }
+    return 0;
+}
+
+//  ---------------------------------------------------------------------
+//  Instance lock
+
+static void
+s_fatal (s_control_t *self, int code, const char *reason)
+{
+    mx_error (ACTOR, "%s", reason);
+    s_children_stop (self);
+    mx_cmd_send (self->pipe, MX_CMD_FATAL, code, reason);
+}
+
+static void
+s_lock_disconnect (s_control_t *self)
+{
+    if (self->lock_conn)
+        PQfinish (self->lock_conn);
+    self->lock_conn = NULL;
+    self->lock_waiting = false;
+}
+
+static void
+s_note_pg_error (s_control_t *self, const char *error)
+{
+    free (self->pg_error);
+    self->pg_error = error ? strdup (error) : NULL;
+}
+
+static void
+s_become_active (s_control_t *self)
+{
+    int applied = 0;
+    char *error = NULL;
+    if (mx_migrate_apply (self->lock_conn, &applied, &error)) {
+        char *reason = zsys_sprintf ("schema migration failed: %s", error);
+        free (error);
+        s_fatal (self, 1, reason);
+        free (reason);
+        s_set_role (self, ROLE_FENCED, "migration failed");
+        return;
+    }
+    mx_info (ACTOR, "schema at version %d (%d migration%s applied now)",
+             mx_migrate_latest_version (), applied, applied == 1 ? "" : "s");
+    self->active_since = mx_clock_now (self->clock);
+    s_set_role (self, ROLE_ACTIVE, "holds the instance lock");
+    if (s_children_start (self, &error)) {
+        s_fatal (self, 1, error);
+        free (error);
+        s_set_role (self, ROLE_FENCED, "pipeline did not start");
+    }
+}
+
+static void
+s_connect (s_control_t *self)
+{
+    char *error = NULL;
+    //  No statement timeout here: pg_advisory_lock waits for as long as
+    //  the active instance lives.
+    self->lock_conn = mx_pg_connect (self->config->pg_conninfo, "msgxd-lock", 0, &error);
+    if (!self->lock_conn) {
+        int64_t retry = self->config->instance_standby_retry;
+        if (!self->pg_error || strcmp (self->pg_error, error) != 0)
+            mx_warn (ACTOR, "PostgreSQL unreachable, retrying every %" PRId64 " ms: %s", retry, error);
+        s_note_pg_error (self, error);
+        free (error);
+        self->retry_at = mx_clock_now (self->clock) + retry;
+        return;
+    }
+    s_note_pg_error (self, NULL);
+    self->retry_at = INT64_MAX;
+    const char *params [] = { self->lock_key };
+    PGresult *res = NULL;
+    if (mx_pg_exec (self->lock_conn, "SELECT pg_try_advisory_lock($1::bigint)", 1, params, &res, &error)) {
+        mx_warn (ACTOR, "instance lock query failed: %s", error);
+        s_note_pg_error (self, error);
+        free (error);
+        s_lock_disconnect (self);
+        self->retry_at = mx_clock_now (self->clock) + self->config->instance_standby_retry;
+        return;
+    }
+    bool got = strcmp (PQgetvalue (res, 0, 0), "t") == 0;
+    PQclear (res);
+    if (got) {
+        s_become_active (self);
+        return;
+    }
+    if (!PQsendQueryParams (self->lock_conn, "SELECT pg_advisory_lock($1::bigint)",
+                            1, NULL, params, NULL, NULL, 0)) {
+        mx_warn (ACTOR, "cannot wait for the instance lock: %s", PQerrorMessage (self->lock_conn));
+        s_lock_disconnect (self);
+        self->retry_at = mx_clock_now (self->clock) + self->config->instance_standby_retry;
+        return;
+    }
+    self->lock_waiting = true;
+    s_set_role (self, ROLE_STANDBY, "another instance holds the instance lock; waiting to take over");
+}
+
+//  The lock connection's socket became readable: the lock was granted, or
+//  the connection broke.
+static void
+s_lock_readable (s_control_t *self)
+{
+    bool broken = !PQconsumeInput (self->lock_conn) || PQstatus (self->lock_conn) != CONNECTION_OK;
+    bool granted = false;
+    if (!broken && self->lock_waiting && !PQisBusy (self->lock_conn)) {
+        PGresult *res;
+        while ((res = PQgetResult (self->lock_conn))) {
+            if (PQresultStatus (res) == PGRES_TUPLES_OK)
+                granted = true;
+            else
+                broken = true;
+            PQclear (res);
+        }
+        self->lock_waiting = false;
+    }
+    else
+    if (!broken && !self->lock_waiting) {
+        //  Nothing is expected on an idle lock connection but notices.
+        PGnotify *notify;
+        while ((notify = PQnotifies (self->lock_conn)))
+            PQfreemem (notify);
+    }
+    if (broken) {
+        char *why = zsys_sprintf ("lost the PostgreSQL connection holding the instance lock: %s",
+                                  PQerrorMessage (self->lock_conn));
+        char *end = why + strlen (why);
+        while (end > why && (end [-1] == '\n' || end [-1] == ' '))
+            *--end = 0;
+        s_lock_disconnect (self);
+        if (self->role == ROLE_ACTIVE) {
+            //  Fencing: another instance may own the lock by now.
+            s_fatal (self, MX_EXIT_FENCED, why);
+            s_set_role (self, ROLE_FENCED, "lock lost; all writes stopped");
+        }
+        else {
+            mx_warn (ACTOR, "%s; reconnecting", why);
+            s_note_pg_error (self, why);
+            s_set_role (self, ROLE_CONNECTING, "lock connection lost");
+            self->retry_at = mx_clock_now (self->clock) + self->config->instance_standby_retry;
+        }
+        free (why);
+    }
+    else
+    if (granted)
+        s_become_active (self);
+}
+
+static void
+s_set_role (s_control_t *self, s_role_t role, const char *why)
+{
+    if (self->role == role)
+        return;
+    self->role = role;
+    json_t *fields = json_pack ("{s:s}", "role", s_role_names [role]);
+    mx_log_emit (role == ROLE_FENCED ? MX_LOG_ERROR : MX_LOG_INFO, ACTOR, fields,
+                 "role %s: %s", s_role_names [role], why);
+}
+
+//  ---------------------------------------------------------------------
+//  Status
+
+static json_t *
+s_pg_value (PGresult *res, int row, int col, bool number)
+{
+    if (PQgetisnull (res, row, col))
+        return json_null ();
+    const char *text = PQgetvalue (res, row, col);
+    return number ? json_integer (strtoll (text, NULL, 10)) : json_string (text);
+}
+
+//  Reads the queue figures; returns -1 with *error on failure.
+static int
+s_status_queue (s_control_t *self, json_t *status, char **error)
+{
+    if (!self->status_conn) {
+        self->status_conn = mx_pg_connect (self->config->pg_conninfo, "msgxd-status",
+                                           self->config->pg_statement_timeout, error);
+        if (!self->status_conn)
+            return -1;
+    }
+    PGconn *conn = self->status_conn;
+    PGresult *res = NULL;
+    int64_t now = mx_clock_now (self->clock);
+    char now_text [32];
+    snprintf (now_text, sizeof now_text, "%" PRId64, now);
+    const char *params [] = { now_text };
+
+    if (mx_pg_exec (conn,
+            "SELECT committed_up_to,"
+            " to_char (hole_since AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),"
+            " ($1::bigint - (extract (epoch FROM hole_since) * 1000)::bigint) / 1000,"
+            " to_char (seeded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+            " FROM inbox_cursor", 1, params, &res, error))
+        goto failed;
+    int64_t w = 0;
+    if (PQntuples (res) == 1) {
+        w = strtoll (PQgetvalue (res, 0, 0), NULL, 10);
+        json_object_set_new (status, "cursor", json_pack ("{s:I,s:o,s:o,s:o}",
+            "w", (json_int_t) w,
+            "hole_since", s_pg_value (res, 0, 1, false),
+            "hole_age_s", s_pg_value (res, 0, 2, true),
+            "seeded_at", s_pg_value (res, 0, 3, false)));
+    }
+    PQclear (res);
+
+    if (mx_pg_exec (conn,
+            "SELECT msg_id, state, attempts,"
+            " to_char (next_attempt_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),"
+            " next_attempt_at IS NOT NULL AND extract (epoch FROM next_attempt_at) * 1000 > $1::bigint"
+            " FROM proc_state WHERE state IN ('PENDING', 'FAILED') ORDER BY msg_id LIMIT 1",
+            1, params, &res, error))
+        goto failed;
+    if (PQntuples (res) == 1) {
+        int64_t head = strtoll (PQgetvalue (res, 0, 0), NULL, 10);
+        const char *waiting;
+        if (self->role != ROLE_ACTIVE)
+            waiting = "this instance is not active";
+        else
+        if (head > w)
+            waiting = "above the watermark: waits until ingress moves W past it";
+        else
+        if (self->paused)
+            waiting = "pipeline paused (msgxctl resume)";
+        else
+        if (strcmp (PQgetvalue (res, 0, 4), "t") == 0)
+            waiting = "backing off until next_attempt_at";
+        else
+            waiting = "no pump actor runs in this build";
+        json_object_set_new (status, "head", json_pack ("{s:I,s:s,s:o,s:o,s:s}",
+            "msg_id", (json_int_t) head,
+            "state", PQgetvalue (res, 0, 1),
+            "attempts", s_pg_value (res, 0, 2, true),
+            "next_attempt_at", s_pg_value (res, 0, 3, false),
+            "waiting", waiting));
+    }
+    else
+        json_object_set_new (status, "head", json_null ());
+    PQclear (res);
+
+    if (mx_pg_exec (conn, "SELECT state, count(*) FROM proc_state GROUP BY state", 0, NULL, &res, error))
+        goto failed;
+    json_t *counts = json_pack ("{s:i,s:i,s:i,s:i,s:i}",
+                                "PENDING", 0, "FAILED", 0, "SUCCEEDED", 0, "SKIPPED", 0, "DEAD", 0);
+    for (int row = 0; row < PQntuples (res); row++)
+        json_object_set_new (counts, PQgetvalue (res, row, 0), s_pg_value (res, row, 1, true));
+    json_object_set_new (status, "counts", counts);
+    PQclear (res);
+    return 0;
+
+failed:
+    if (PQstatus (conn) != CONNECTION_OK) {
+        PQfinish (self->status_conn);
+        self->status_conn = NULL;
+    }
+    return -1;
+}
+
+static json_t *
+s_status (s_control_t *self)
+{
+    int64_t now = mx_clock_now (self->clock);
+    json_t *actors = json_array ();
+    json_array_append_new (actors, json_string (ACTOR));
+    for (size_t i = 0; i < self->children_started; i++)
+        json_array_append_new (actors, json_string (self->children [i].args.name));
+
+    char host [256] = "";
+    gethostname (host, sizeof host - 1);
+    json_t *status = json_pack ("{s:s,s:s,s:I,s:{s:b,s:o}}",
+        "role", s_role_names [self->role],
+        "instance", host,
+        "uptime_s", (json_int_t) ((now - self->started_at) / 1000),
+        "pipeline", "paused", self->paused, "actors", actors);
+    json_object_set_new (status, "pid", json_integer (getpid ()));
+
+    char *error = NULL;
+    const char *pg_state = "ok";
+    bool unknown = true;
+    if (self->role == ROLE_CONNECTING)
+        pg_state = self->pg_error ? self->pg_error : "connecting";
+    else
+    if (s_status_queue (self, status, &error))
+        pg_state = error;
+    else
+        unknown = false;
+    if (unknown) {
+        //  Unknown is null, never a made-up zero.
+        json_object_set_new (status, "cursor", json_null ());
+        json_object_set_new (status, "head", json_null ());
+        json_object_set_new (status, "counts", json_null ());
+    }
+    const mx_config_t *config = self->config;
+    json_object_set_new (status, "dependencies", json_pack ("{s:s,s:s,s:s}",
+        "postgresql", pg_state,
+        "mailbox", config->mailbox_shared_mysql_enabled
+                   ? "enabled in config; no actor uses it in this build" : "disabled (mailbox.shared-mysql.enabled=false)",
+        "kafka", self->args->kafka_description ? self->args->kafka_description : "not configured"));
+    free (error);
+    return status;
+}
+
+//  ---------------------------------------------------------------------
+//  Admin requests
+
+static void
+s_admin_reply (s_control_t *self, zframe_t **identity, const char *verdict, const char *payload)
+{
+    zmsg_t *reply = zmsg_new ();
+    zmsg_append (reply, identity);
+    zmsg_addmem (reply, "", 0);
+    zmsg_addstr (reply, verdict);
+    zmsg_addstr (reply, payload);
+    zmsg_send (&reply, self->admin);
+}
+
+static void
+s_admin_reply_json (s_control_t *self, zframe_t **identity, json_t *payload)
+{
+    char *text = json_dumps (payload, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref (payload);
+    s_admin_reply (self, identity, "OK", text ? text : "{}");
+    free (text);
+}
+
+static void
+s_broadcast (s_control_t *self, mx_cmd_t cmd)
+{
+    for (size_t i = 0; i < self->children_started; i++)
+        mx_cmd_send (zactor_sock (self->children [i].actor), cmd);
+}
+
+static void
+s_handle_admin (s_control_t *self)
+{
+    zmsg_t *request = zmsg_recv (self->admin);
+    if (!request)
+        return;
+    zframe_t *identity = zmsg_pop (request);
+    zframe_t *delimiter = zmsg_pop (request);
+    bool framed = identity && delimiter && zframe_size (delimiter) == 0;
+    zframe_destroy (&delimiter);
+    if (!framed) {
+        //  Not a REQ peer: nothing sensible to answer.
+        mx_warn (ACTOR, "dropped an admin request without a REQ envelope");
+        zframe_destroy (&identity);
+        zmsg_destroy (&request);
+        return;
+    }
+    char *verb = zmsg_popstr (request);
+    char *args_text = zmsg_popstr (request);
+    json_error_t json_error;
+    json_t *args = args_text ? json_loads (args_text, 0, &json_error) : NULL;
+    mx_admin_t admin = mx_admin_lookup (verb);
+
+    if (!verb || !args || !json_is_object (args) || zmsg_size (request) != 0) {
+        s_admin_reply (self, &identity, "ERR", "malformed request: expected verb + one JSON object of arguments");
+        mx_warn (ACTOR, "malformed admin request");
+    }
+    else
+    if (admin == MX_ADMIN_UNKNOWN) {
+        char *why = zsys_sprintf ("unknown command '%.64s'", verb);
+        s_admin_reply (self, &identity, "ERR", why);
+        free (why);
+    }
+    else
+    if (admin == MX_ADMIN_STATUS)
+        s_admin_reply_json (self, &identity, s_status (self));
+    else
+    if (self->role != ROLE_ACTIVE)
+        s_admin_reply (self, &identity, "ERR", "this instance is not active (standby): send the command to the active instance");
+    else {
+        assert (admin == MX_ADMIN_PAUSE || admin == MX_ADMIN_RESUME);
+        bool pause = admin == MX_ADMIN_PAUSE;
+        if (self->paused != pause) {
+            self->paused = pause;
+            s_broadcast (self, pause ? MX_CMD_PAUSE : MX_CMD_RESUME);
+            mx_info (ACTOR, "pipeline %s by msgxctl", pause ? "paused" : "resumed");
+        }
+        s_admin_reply_json (self, &identity, json_pack ("{s:b}", "paused", self->paused));
+    }
+    zframe_destroy (&identity);
+    json_decref (args);
+    free (verb);
+    free (args_text);
+    zmsg_destroy (&request);
+}
+
+//  ---------------------------------------------------------------------
+//  Pipe and main loop
+
+static void
+s_handle_pipe (s_control_t *self)
+{
+    zmsg_t *rest = NULL;
+    mx_cmd_t cmd = mx_cmd_recv (self->pipe, &rest);
+    if (!rest) {
+        self->terminated = true;        //  interrupted
+        return;
+    }
+    switch (cmd) {
+        case MX_CMD_TERM:
+            self->terminated = true;
+            break;
+        case MX_CMD_START: {
+            char *error = NULL;
+            if (s_admin_bind (self, &error)) {
+                mx_actor_reply_failed (self->pipe, error);
+                free (error);
+                break;
+            }
+            char *detail = zsys_sprintf ("admin on %s; acquiring the instance lock", self->config->admin_endpoint);
+            mx_actor_reply_started (self->pipe, detail);
+            free (detail);
+            s_connect (self);
+            break;
+        }
+        default:
+            assert (!"control: unexpected command on its pipe");
+    }
+    mx_cmd_done (&rest);
+}
+
+//  A child speaks only to report an unrecoverable failure.
+static void
+s_handle_child (s_control_t *self, s_child_t *child)
+{
+    zmsg_t *rest = NULL;
+    mx_cmd_t cmd = mx_cmd_recv (zactor_sock (child->actor), &rest);
+    if (cmd == MX_CMD_FATAL) {
+        int code = mx_cmd_pop_int (rest);
+        char *reason = mx_cmd_pop_str (rest);
+        char *why = zsys_sprintf ("actor %s failed: %s", child->args.name, reason);
+        mx_cmd_done (&rest);
+        s_fatal (self, code, why);
+        s_set_role (self, ROLE_FENCED, "a pipeline actor failed");
+        free (why);
+        free (reason);
+        return;
+    }
+    assert (!"control: unexpected command from a child");
+}
+
+void
+mx_control_actor (zsock_t *pipe, void *args)
+{
+    s_control_t self_s = { 0 };
+    s_control_t *self = &self_s;
+    self->pipe = pipe;
+    self->args = (const mx_control_args_t *) args;
+    self->config = self->args->config;
+    self->clock = self->args->clock;
+    self->retry_at = INT64_MAX;
+    self->started_at = mx_clock_now (self->clock);
+    self->paused = !self->config->pipeline_autostart;
+    self->role = ROLE_CONNECTING;
+    snprintf (self->lock_key, sizeof self->lock_key, "%" PRId64, self->config->instance_lock_key);
+    self->children = (s_child_t *) zmalloc ((self->args->child_count + 1) * sizeof (s_child_t));
+    if (mx_clock_endpoint (self->clock))
+        self->ticks = zsock_new_sub (mx_clock_endpoint (self->clock), "");
+    zsock_signal (pipe, 0);
+
+    while (!self->terminated) {
+        zmq_pollitem_t items [64];
+        s_child_t *owners [64];
+        int count = 0;
+        items [count++] = (zmq_pollitem_t) { zsock_resolve (self->pipe), 0, ZMQ_POLLIN, 0 };
+        int admin_index = -1, lock_index = -1, tick_index = -1;
+        if (self->admin) {
+            admin_index = count;
+            items [count++] = (zmq_pollitem_t) { zsock_resolve (self->admin), 0, ZMQ_POLLIN, 0 };
+        }
+        if (self->lock_conn) {
+            lock_index = count;
+            items [count++] = (zmq_pollitem_t) { NULL, PQsocket (self->lock_conn), ZMQ_POLLIN, 0 };
+        }
+        if (self->ticks) {
+            tick_index = count;
+            items [count++] = (zmq_pollitem_t) { zsock_resolve (self->ticks), 0, ZMQ_POLLIN, 0 };
+        }
+        int first_child = count;
+        for (size_t i = 0; i < self->children_started && count < 64; i++) {
+            owners [count] = &self->children [i];
+            items [count++] = (zmq_pollitem_t) { zsock_resolve (zactor_sock (self->children [i].actor)), 0, ZMQ_POLLIN, 0 };
+        }
+        int timeout = self->role == ROLE_CONNECTING ? mx_clock_timeout (self->clock, self->retry_at) : -1;
+        int rc = zmq_poll (items, count, timeout);
+        if (rc < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (items [0].revents & ZMQ_POLLIN) {
+            s_handle_pipe (self);
+            continue;
+        }
+        if (tick_index >= 0 && (items [tick_index].revents & ZMQ_POLLIN))
+        {
+            char *tick = zstr_recv (self->ticks);
+            zstr_free (&tick);
+        }
+        if (lock_index >= 0 && (items [lock_index].revents & (ZMQ_POLLIN | ZMQ_POLLERR)))
+            s_lock_readable (self);
+        if (admin_index >= 0 && (items [admin_index].revents & ZMQ_POLLIN))
+            s_handle_admin (self);
+        //  One child message per turn: handling it may stop every child.
+        for (int i = first_child; i < count; i++)
+            if ((items [i].revents & ZMQ_POLLIN) && self->role == ROLE_ACTIVE) {
+                s_handle_child (self, owners [i]);
+                break;
+            }
+        if (self->role == ROLE_CONNECTING && !self->lock_conn
+        &&  mx_clock_now (self->clock) >= self->retry_at)
+            s_connect (self);
+    }
+    //  Ordered shutdown: pipeline first (reverse start order), then our
+    //  own connections, releasing the instance lock last.
+    s_children_stop (self);
+    if (self->status_conn)
+        PQfinish (self->status_conn);
+    s_lock_disconnect (self);
+    zsock_destroy (&self->admin);
+    if (self->admin_ipc)
+        unlink (self->config->admin_endpoint + 6);
+    zsock_destroy (&self->ticks);
+    free (self->children);
+    free (self->pg_error);
+    mx_info (ACTOR, "stopped");
+}

@@ -1,0 +1,31 @@
+/*  mx_control - the supervisor and single point of FIFO decisions.
+
+    Holds the instance lock (a PostgreSQL session advisory lock on its own
+    connection) for the life of the process. Without the lock it is a hot
+    standby: it waits on pg_advisory_lock asynchronously, so it takes over
+    the moment the active instance's connection dies. With the lock it
+    applies migrations, starts the pipeline actors in order and stops them in
+    reverse. Losing the lock connection fences the instance: every child is
+    stopped at once and FATAL goes to main, which exits.
+    Serves the admin protocol (proto/mx_admin.def) on msgx.admin.endpoint.
+*/
+#ifndef MX_CONTROL_H_INCLUDED
+#define MX_CONTROL_H_INCLUDED
+
+#include "mx_actor.h"
+
+//  Exit code after fencing (EX_TEMPFAIL): a supervisor may restart us.
+#define MX_EXIT_FENCED 75
+
+typedef struct {
+    const mx_config_t *config;
+    mx_clock_t *clock;
+    const mx_actor_def_t *children;     //  start order
+    size_t child_count;
+    const char *kafka_description;      //  for status; e.g. "embedded mock cluster at ..."
+} mx_control_args_t;
+
+//  zactor function; args is an mx_control_args_t owned by the caller.
+void mx_control_actor (zsock_t *pipe, void *args);
+
+#endif

@@ -1,0 +1,302 @@
+/*  mx_pg - small libpq helpers shared by every actor.  */
+
+#include "mx_pg.h"
+#include "mx_log.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+//  Longest SQL excerpt quoted in an error line.
+#define S_SQL_EXCERPT 60
+
+//  Turn every run of control characters and spaces into one space and trim
+//  both ends: libpq messages span lines, our error lines must not.
+static void
+s_one_line (char *text)
+{
+    char *out = text;
+    bool space = false;
+    for (const char *in = text; *in; in++) {
+        unsigned char c = (unsigned char) *in;
+        if (c == ' ' || c < 0x20 || c == 0x7f)
+            space = out != text;
+        else {
+            if (space)
+                *out++ = ' ';
+            space = false;
+            *out++ = (char) c;
+        }
+    }
+    *out = '\0';
+}
+
+static void
+s_set_error (char **error, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+
+static void
+s_set_error (char **error, const char *fmt, ...)
+{
+    if (!error)
+        return;
+    va_list args;
+    va_start (args, fmt);
+    char *text = NULL;
+    int rc = vasprintf (&text, fmt, args);
+    va_end (args);
+    if (rc < 0)
+        text = strdup ("out of memory formatting an error");
+    if (text)
+        s_one_line (text);
+    *error = text;
+}
+
+//  First characters of sql on one line, for error lines.
+static void
+s_sql_excerpt (const char *sql, char *buf, size_t size)
+{
+    assert (size > 4);
+    snprintf (buf, size, "%s", sql ? sql : "");
+    s_one_line (buf);
+    if (strlen (buf) > S_SQL_EXCERPT && size > S_SQL_EXCERPT + 4)
+        strcpy (buf + S_SQL_EXCERPT, "...");
+}
+
+static const char *
+s_field (const PGresult *res, int code)
+{
+    const char *value = res ? PQresultErrorField (res, code) : NULL;
+    return value ? value : "";
+}
+
+//  Server notices and warnings go to our log: libpq's default printer would
+//  write plain text into the JSON-lines stream on stderr.
+static void
+s_notice_receiver (void *arg, const PGresult *res)
+{
+    (void) arg;
+    const char *severity = s_field (res, PG_DIAG_SEVERITY_NONLOCALIZED);
+    mx_log_level_t level = MX_LOG_DEBUG;
+    if (strcmp (severity, "WARNING") == 0)
+        level = MX_LOG_WARN;
+    else
+    if (strcmp (severity, "NOTICE") == 0 || strcmp (severity, "INFO") == 0)
+        level = MX_LOG_INFO;
+    json_t *fields = json_pack ("{s:s}", "sqlstate", mx_pg_sqlstate (res));
+    mx_log_emit (level, "pg", fields, "PostgreSQL %s: %s",
+                 *severity ? severity : "notice",
+                 s_field (res, PG_DIAG_MESSAGE_PRIMARY));
+}
+
+PGconn *
+mx_pg_connect (const char *conninfo, const char *application_name,
+               int64_t statement_timeout_ms, char **error)
+{
+    assert (conninfo);
+    assert (statement_timeout_ms >= 0);
+
+    //  Validate up front so a typo gets its own message, not a connect error.
+    char *parse_error = NULL;
+    PQconninfoOption *options = PQconninfoParse (conninfo, &parse_error);
+    if (!options) {
+        s_set_error (error, "invalid PostgreSQL conninfo: %s",
+                     parse_error ? parse_error : "out of memory");
+        PQfreemem (parse_error);
+        return NULL;
+    }
+    PQconninfoFree (options);
+
+    //  Entries before the expanded dbname are defaults the conninfo may
+    //  override; entries after it override the conninfo (libpq rule).
+    const char *keywords [8];
+    const char *values [8];
+    int n = 0;
+    keywords [n] = "connect_timeout";     values [n++] = MX_PG_CONNECT_TIMEOUT_S;
+    keywords [n] = "keepalives";          values [n++] = "1";
+    keywords [n] = "keepalives_idle";     values [n++] = MX_PG_KEEPALIVES_IDLE_S;
+    keywords [n] = "keepalives_interval"; values [n++] = MX_PG_KEEPALIVES_INTERVAL_S;
+    keywords [n] = "keepalives_count";    values [n++] = MX_PG_KEEPALIVES_COUNT;
+    keywords [n] = "dbname";              values [n++] = conninfo;
+    if (application_name) {
+        keywords [n] = "application_name";
+        values [n++] = application_name;
+    }
+    keywords [n] = NULL;
+    values [n] = NULL;
+
+    PGconn *conn = PQconnectdbParams (keywords, values, 1);
+    if (!conn) {
+        s_set_error (error, "cannot connect to PostgreSQL: out of memory");
+        return NULL;
+    }
+    if (PQstatus (conn) != CONNECTION_OK) {
+        const char *db = PQdb (conn);
+        s_set_error (error, "cannot connect to PostgreSQL database \"%s\": %s",
+                     db ? db : "", PQerrorMessage (conn));
+        PQfinish (conn);
+        return NULL;
+    }
+    PQsetNoticeReceiver (conn, s_notice_receiver, NULL);
+
+    char timeout [MX_PG_INT64_BUFSIZE];
+    const char *params [] = { mx_pg_int64_text (statement_timeout_ms, timeout) };
+    char *set_error = NULL;
+    if (mx_pg_exec (conn,
+                    "SELECT set_config ('statement_timeout', $1, false),"
+                    "       set_config ('TimeZone', 'UTC', false)",
+                    1, params, NULL, &set_error)) {
+        s_set_error (error, "cannot set up PostgreSQL session: %s",
+                     set_error ? set_error : "unknown error");
+        free (set_error);
+        PQfinish (conn);
+        return NULL;
+    }
+    return conn;
+}
+
+void
+mx_pg_disconnect (PGconn **conn_p)
+{
+    assert (conn_p);
+    if (*conn_p) {
+        PQfinish (*conn_p);
+        *conn_p = NULL;
+    }
+}
+
+int
+mx_pg_check (PGconn *conn, const PGresult *res, const char *sql, char **error)
+{
+    ExecStatusType status = res ? PQresultStatus (res) : PGRES_FATAL_ERROR;
+    if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK)
+        return 0;
+    if (!error)
+        return -1;
+
+    char excerpt [S_SQL_EXCERPT + 8];
+    s_sql_excerpt (sql, excerpt, sizeof excerpt);
+    const char *sqlstate = mx_pg_sqlstate (res);
+    if (*sqlstate) {
+        const char *detail = s_field (res, PG_DIAG_MESSAGE_DETAIL);
+        s_set_error (error, "SQL \"%s\" failed: %s %s%s%s%s", excerpt, sqlstate,
+                     s_field (res, PG_DIAG_MESSAGE_PRIMARY),
+                     *detail ? " (" : "", detail, *detail ? ")" : "");
+    }
+    else {
+        //  No server error: the client side failed (lost connection, OOM).
+        const char *message = res ? PQresultErrorMessage (res) : "";
+        if (!*message && conn)
+            message = PQerrorMessage (conn);
+        if (!*message)
+            message = PQresStatus (status);
+        s_set_error (error, "SQL \"%s\" failed: %s", excerpt, message);
+    }
+    return -1;
+}
+
+int
+mx_pg_exec (PGconn *conn, const char *sql, int nparams,
+            const char *const *values, PGresult **res_out, char **error)
+{
+    assert (conn);
+    assert (sql);
+    assert (nparams >= 0);
+    assert (nparams == 0 || values);
+    if (res_out)
+        *res_out = NULL;
+
+    PGresult *res = PQexecParams (conn, sql, nparams, NULL, values, NULL, NULL, 0);
+    if (mx_pg_check (conn, res, sql, error)) {
+        PQclear (res);
+        return -1;
+    }
+    if (res_out)
+        *res_out = res;
+    else
+        PQclear (res);
+    return 0;
+}
+
+int
+mx_pg_begin (PGconn *conn, char **error)
+{
+    return mx_pg_exec (conn, "BEGIN", 0, NULL, NULL, error);
+}
+
+int
+mx_pg_commit (PGconn *conn, char **error)
+{
+    //  COMMIT of a failed transaction "succeeds" as a rollback; for the
+    //  caller nothing was committed.
+    PGresult *res = NULL;
+    if (mx_pg_exec (conn, "COMMIT", 0, NULL, &res, error))
+        return -1;
+    bool rolled_back = strcmp (PQcmdStatus (res), "ROLLBACK") == 0;
+    PQclear (res);
+    if (rolled_back) {
+        s_set_error (error, "COMMIT failed: the transaction had failed and was rolled back");
+        return -1;
+    }
+    return 0;
+}
+
+int
+mx_pg_rollback (PGconn *conn, char **error)
+{
+    assert (conn);
+    if (PQtransactionStatus (conn) == PQTRANS_IDLE)
+        return 0;
+    return mx_pg_exec (conn, "ROLLBACK", 0, NULL, NULL, error);
+}
+
+int64_t
+mx_pg_get_int64 (const PGresult *res, int row, int col)
+{
+    assert (res);
+    assert (row >= 0 && row < PQntuples (res));
+    assert (col >= 0 && col < PQnfields (res));
+    if (PQgetisnull (res, row, col))
+        return 0;
+    const char *text = PQgetvalue (res, row, col);
+    char *end = NULL;
+    errno = 0;
+    long long value = strtoll (text, &end, 10);
+    //  Our own query chose this column: anything but an integer is our bug.
+    assert (errno == 0 && end != text && *end == '\0');
+    return (int64_t) value;
+}
+
+const char *
+mx_pg_get_text (const PGresult *res, int row, int col)
+{
+    assert (res);
+    assert (row >= 0 && row < PQntuples (res));
+    assert (col >= 0 && col < PQnfields (res));
+    if (PQgetisnull (res, row, col))
+        return NULL;
+    return PQgetvalue (res, row, col);
+}
+
+const char *
+mx_pg_sqlstate (const PGresult *res)
+{
+    return s_field (res, PG_DIAG_SQLSTATE);
+}
+
+bool
+mx_pg_is_connection_error (const PGconn *conn)
+{
+    return conn == NULL || PQstatus (conn) != CONNECTION_OK;
+}
+
+const char *
+mx_pg_int64_text (int64_t value, char buf [MX_PG_INT64_BUFSIZE])
+{
+    assert (buf);
+    snprintf (buf, MX_PG_INT64_BUFSIZE, "%" PRId64, value);
+    return buf;
+}

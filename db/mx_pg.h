@@ -1,0 +1,85 @@
+/*  mx_pg - small libpq helpers shared by every actor.
+
+    Every connection is bounded: connect_timeout and TCP keepalives are added
+    unless the conninfo sets them, and each session gets a statement_timeout
+    and TimeZone=UTC, so a hung server becomes an error, never a stuck actor.
+
+    Functions return 0 on success and -1 on failure. On failure, if error is
+    not NULL, *error is set (overwritten, not freed) to a malloc'd one-line
+    reason, with the SQLSTATE when the server sent one; the caller frees it.
+*/
+#ifndef MX_PG_H_INCLUDED
+#define MX_PG_H_INCLUDED
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <libpq-fe.h>
+
+//  Defaults added unless the conninfo sets the keyword itself.
+#define MX_PG_CONNECT_TIMEOUT_S     "5"
+#define MX_PG_KEEPALIVES_IDLE_S     "10"
+#define MX_PG_KEEPALIVES_INTERVAL_S "5"
+#define MX_PG_KEEPALIVES_COUNT      "3"
+
+//  Room for any int64 as decimal text, for query parameters.
+#define MX_PG_INT64_BUFSIZE 24
+
+//  Connect with conninfo (key=value or URI form). application_name, if not
+//  NULL, names the connection in pg_stat_activity and overrides the one in
+//  conninfo. statement_timeout_ms >= 0; 0 means no statement timeout.
+//  Returns an open connection, or NULL with *error set.
+PGconn *
+    mx_pg_connect (const char *conninfo, const char *application_name,
+                   int64_t statement_timeout_ms, char **error);
+
+//  Close conn and NULL the pointer; safe on NULL and twice.
+void
+    mx_pg_disconnect (PGconn **conn_p);
+
+//  Run one statement with nparams text parameters ($1..$n; a NULL entry is
+//  SQL NULL). Succeeds on PGRES_COMMAND_OK or PGRES_TUPLES_OK. On success,
+//  if res_out is not NULL, *res_out takes the result (caller PQclear's it);
+//  otherwise the result is cleared. On failure *res_out is NULL.
+int
+    mx_pg_exec (PGconn *conn, const char *sql, int nparams,
+                const char *const *values, PGresult **res_out, char **error);
+
+//  Check a result obtained directly from libpq (async, pipeline mode).
+//  Does not clear res. A NULL res counts as a failure of conn.
+int
+    mx_pg_check (PGconn *conn, const PGresult *res, const char *sql, char **error);
+
+int
+    mx_pg_begin (PGconn *conn, char **error);
+//  Fails also when the server answers a COMMIT with a rollback (the
+//  transaction had already failed).
+int
+    mx_pg_commit (PGconn *conn, char **error);
+//  Rolls back the open transaction; harmless when none is open.
+int
+    mx_pg_rollback (PGconn *conn, char **error);
+
+//  Integer value of a cell; SQL NULL reads as 0 (check PQgetisnull when it
+//  matters). The cell must be an integer column of our own query.
+int64_t
+    mx_pg_get_int64 (const PGresult *res, int row, int col);
+
+//  Text value of a cell, or NULL for SQL NULL. Owned by res.
+const char *
+    mx_pg_get_text (const PGresult *res, int row, int col);
+
+//  The five-character SQLSTATE of a failed result, or "" if there is none
+//  (success, or a client-side failure such as a lost connection).
+const char *
+    mx_pg_sqlstate (const PGresult *res);
+
+//  True when conn is gone (never opened, lost, reset): reconnect rather than
+//  blame the statement.
+bool
+    mx_pg_is_connection_error (const PGconn *conn);
+
+//  Format value as decimal text in buf; returns buf.
+const char *
+    mx_pg_int64_text (int64_t value, char buf[MX_PG_INT64_BUFSIZE]);
+
+#endif

@@ -1,0 +1,648 @@
+/*  mx_testenv - real servers for integration tests (see mx_testenv.h).
+
+    Failures here are the harness's, not the code under test's: each one says
+    what is missing and fails the running test at once.
+*/
+#include "mx_testenv.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <setjmp.h>
+#include <cmocka.h>
+#include <libpq-fe.h>
+
+#include "mx_testenv_mailbox_sql.h"
+
+#define S_ENV_MAX 64
+#define S_NAME_MAX 64
+
+struct _mx_testpg_t {
+    char dbname [S_NAME_MAX];
+    char *conninfo;
+};
+
+struct _mx_testmb_t {
+    char database [S_NAME_MAX];
+    char *host;
+    int port;
+    char *user;
+    char *password;
+    MYSQL *conn;                //  for mx_testmb_insert, opened on first use
+};
+
+struct _mx_testkafka_t {
+    rd_kafka_t *rk;             //  the mock cluster lives on this handle
+    rd_kafka_mock_cluster_t *cluster;
+    char *bootstraps;
+};
+
+//  The env file, read once. Fixed storage: nothing to free at exit.
+static struct {
+    char key [64];
+    char value [1024];
+} s_env [S_ENV_MAX];
+static size_t s_env_count;
+static bool s_env_loaded;
+static pthread_mutex_t s_env_mutex = PTHREAD_MUTEX_INITIALIZER;
+static atomic_uint s_name_counter;
+
+static _Noreturn void
+    s_fail (const char *format, ...) __attribute__ ((format (printf, 1, 2)));
+
+static _Noreturn void
+s_fail (const char *format, ...)
+{
+    char message [1024];
+    va_list args;
+    va_start (args, format);
+    vsnprintf (message, sizeof message, format, args);
+    va_end (args);
+    fflush (stdout);
+    //  Inside a test this fails just that test; outside one it exits.
+    fail_msg ("mx_testenv: %s", message);
+    abort ();
+}
+
+static char *
+s_strdup (const char *text)
+{
+    char *copy = strdup (text);
+    if (!copy)
+        s_fail ("out of memory");
+    return copy;
+}
+
+static void
+s_trim_end (char *text)
+{
+    size_t len = strlen (text);
+    while (len > 0 && (text [len - 1] == '\n' || text [len - 1] == '\r'
+                       || text [len - 1] == ' ' || text [len - 1] == '\t'))
+        text [--len] = 0;
+}
+
+//  Returns NULL on success, else why the file could not be used.
+static const char *
+s_env_load_file (const char *path, char *why, size_t why_size)
+{
+    FILE *file = fopen (path, "r");
+    if (!file) {
+        snprintf (why, why_size, "cannot read env file %s: %s"
+                  " (servers_start did not run or failed)", path, strerror (errno));
+        return why;
+    }
+    char line [1200];
+    while (fgets (line, sizeof line, file)) {
+        s_trim_end (line);
+        if (line [0] == 0 || line [0] == '#')
+            continue;
+        char *equals = strchr (line, '=');
+        if (!equals || equals == line)
+            continue;
+        *equals = 0;
+        char *value = equals + 1;
+        //  The script quotes values with spaces so that bash can source them.
+        size_t len = strlen (value);
+        if (len >= 2 && (value [0] == '\'' || value [0] == '"') && value [len - 1] == value [0]) {
+            value [len - 1] = 0;
+            value++;
+        }
+        if (s_env_count == S_ENV_MAX || strlen (line) >= sizeof s_env [0].key
+        ||  strlen (value) >= sizeof s_env [0].value) {
+            fclose (file);
+            snprintf (why, why_size, "env file %s: too many or too long entries", path);
+            return why;
+        }
+        strcpy (s_env [s_env_count].key, line);
+        strcpy (s_env [s_env_count].value, value);
+        s_env_count++;
+    }
+    fclose (file);
+    return NULL;
+}
+
+static void
+s_env_load (void)
+{
+    char why [512] = "";
+    bool failed = false;
+    pthread_mutex_lock (&s_env_mutex);
+    if (!s_env_loaded) {
+        const char *path = getenv ("MX_TEST_ENV");
+        if (!path || !*path) {
+            snprintf (why, sizeof why, "MX_TEST_ENV is not set: run this test through ctest,"
+                      " whose servers_start fixture starts the test servers");
+            failed = true;
+        }
+        else
+        if (s_env_load_file (path, why, sizeof why)) {
+            s_env_count = 0;
+            failed = true;
+        }
+        else
+            s_env_loaded = true;
+    }
+    pthread_mutex_unlock (&s_env_mutex);
+    if (failed)
+        s_fail ("%s", why);
+}
+
+const char *
+mx_testenv_get (const char *key)
+{
+    assert (key);
+    s_env_load ();
+    for (size_t index = 0; index < s_env_count; index++)
+        if (strcmp (s_env [index].key, key) == 0)
+            return s_env [index].value;
+    return NULL;
+}
+
+static const char *
+s_require (const char *key)
+{
+    const char *value = mx_testenv_get (key);
+    if (!value || !*value)
+        s_fail ("env file %s has no %s", getenv ("MX_TEST_ENV"), key);
+    return value;
+}
+
+//  mxt_<pid>_<counter>_<random>: unique across parallel test processes and
+//  across runs that reuse a server.
+static void
+s_new_name (char *name, size_t size)
+{
+    uint32_t random = 0;
+    if (getrandom (&random, sizeof random, 0) != sizeof random)
+        random = (uint32_t) time (NULL) ^ (uint32_t) clock ();
+    unsigned counter = atomic_fetch_add (&s_name_counter, 1) + 1;
+    snprintf (name, size, "mxt_%ld_%u_%08" PRIx32, (long) getpid (), counter, random);
+    //  Identifiers cannot be parameters: allow nothing that needs quoting.
+    for (const char *scan = name; *scan; scan++)
+        assert ((*scan >= 'a' && *scan <= 'z') || (*scan >= '0' && *scan <= '9') || *scan == '_');
+}
+
+// ---------------------------------------------------------------- PostgreSQL
+
+static PGconn *
+s_pg_admin (void)
+{
+    const char *conninfo = s_require ("MX_PG_CONNINFO");
+    PGconn *conn = PQconnectdb (conninfo);
+    if (PQstatus (conn) != CONNECTION_OK) {
+        char why [512];
+        snprintf (why, sizeof why, "%s", PQerrorMessage (conn));
+        PQfinish (conn);
+        s_fail ("PostgreSQL test server unreachable (%s): %s", conninfo, why);
+    }
+    return conn;
+}
+
+//  Runs a statement without values on the admin connection.
+static void
+s_pg_exec (PGconn *conn, const char *sql)
+{
+    PGresult *result = PQexec (conn, sql);
+    if (PQresultStatus (result) != PGRES_COMMAND_OK) {
+        char why [512];
+        snprintf (why, sizeof why, "%s", PQresultErrorMessage (result));
+        PQclear (result);
+        PQfinish (conn);
+        s_fail ("PostgreSQL: %s failed: %s", sql, why);
+    }
+    PQclear (result);
+}
+
+static char *
+s_pg_statement (PGconn *conn, const char *before, const char *dbname, const char *after)
+{
+    char *ident = PQescapeIdentifier (conn, dbname, strlen (dbname));
+    if (!ident)
+        s_fail ("PQescapeIdentifier: %s", PQerrorMessage (conn));
+    char *sql = NULL;
+    if (asprintf (&sql, "%s%s%s", before, ident, after) < 0)
+        s_fail ("out of memory");
+    PQfreemem (ident);
+    return sql;
+}
+
+mx_testpg_t *
+mx_testpg_new (void)
+{
+    mx_testpg_t *self = calloc (1, sizeof *self);
+    if (!self)
+        s_fail ("out of memory");
+    s_new_name (self->dbname, sizeof self->dbname);
+
+    PGconn *admin = s_pg_admin ();
+    //  template0: nobody is ever connected to it, so parallel tests never
+    //  trip over "source database is being accessed by other users".
+    char *sql = s_pg_statement (admin, "CREATE DATABASE ", self->dbname,
+                                " TEMPLATE template0 ENCODING 'UTF8'");
+    s_pg_exec (admin, sql);
+    free (sql);
+    PQfinish (admin);
+
+    if (asprintf (&self->conninfo, "host=%s port=%s user=%s dbname=%s",
+                  s_require ("MX_PG_HOST"), s_require ("MX_PG_PORT"),
+                  s_require ("MX_PG_USER"), self->dbname) < 0)
+        s_fail ("out of memory");
+    return self;
+}
+
+const char *
+mx_testpg_conninfo (mx_testpg_t *self)
+{
+    assert (self);
+    return self->conninfo;
+}
+
+const char *
+mx_testpg_dbname (mx_testpg_t *self)
+{
+    assert (self);
+    return self->dbname;
+}
+
+void
+mx_testpg_destroy (mx_testpg_t **self_p)
+{
+    assert (self_p);
+    mx_testpg_t *self = *self_p;
+    if (!self)
+        return;
+    *self_p = NULL;
+    PGconn *admin = s_pg_admin ();
+    //  FORCE terminates the backends still connected (a daemon under test
+    //  may not have closed its pool yet).
+    char *sql = s_pg_statement (admin, "DROP DATABASE IF EXISTS ", self->dbname,
+                                " WITH (FORCE)");
+    free (self->conninfo);
+    free (self);
+    s_pg_exec (admin, sql);
+    free (sql);
+    PQfinish (admin);
+}
+
+// ---------------------------------------------------------------- MariaDB
+
+static MYSQL *
+s_mb_connect (const char *host, int port, const char *user, const char *password,
+              const char *database, unsigned long flags)
+{
+    MYSQL *conn = mysql_init (NULL);
+    if (!conn)
+        s_fail ("mysql_init: out of memory");
+    unsigned int timeout = 10;
+    unsigned int protocol = MYSQL_PROTOCOL_TCP;
+    mysql_options (conn, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
+    mysql_options (conn, MYSQL_OPT_PROTOCOL, &protocol);
+    mysql_options (conn, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+    if (!mysql_real_connect (conn, host, user, password, database,
+                             (unsigned int) port, NULL, flags)) {
+        char why [512];
+        snprintf (why, sizeof why, "%s", mysql_error (conn));
+        mysql_close (conn);
+        s_fail ("MariaDB test server unreachable (%s:%d, user %s, database %s): %s",
+                host, port, user, database? database: "(none)", why);
+    }
+    return conn;
+}
+
+static MYSQL *
+s_mb_admin (void)
+{
+    return s_mb_connect (s_require ("MX_MYSQL_HOST"), atoi (s_require ("MX_MYSQL_PORT")),
+                         s_require ("MX_MYSQL_USER"), s_require ("MX_MYSQL_PASSWORD"),
+                         NULL, 0);
+}
+
+//  Runs one or more statements without values; drains every result.
+static void
+s_mb_exec (MYSQL *conn, const char *sql, const char *what)
+{
+    if (mysql_real_query (conn, sql, strlen (sql)))
+        s_fail ("MariaDB: %s failed: %s", what, mysql_error (conn));
+    int status;
+    do {
+        MYSQL_RES *result = mysql_store_result (conn);
+        if (result)
+            mysql_free_result (result);
+        else
+        if (mysql_field_count (conn) != 0)
+            s_fail ("MariaDB: %s: %s", what, mysql_error (conn));
+        status = mysql_next_result (conn);
+        if (status > 0)
+            s_fail ("MariaDB: %s failed: %s", what, mysql_error (conn));
+    } while (status == 0);
+}
+
+static MYSQL_STMT *
+s_mb_prepare (MYSQL *conn, const char *sql)
+{
+    MYSQL_STMT *stmt = mysql_stmt_init (conn);
+    if (!stmt)
+        s_fail ("mysql_stmt_init: %s", mysql_error (conn));
+    if (mysql_stmt_prepare (stmt, sql, strlen (sql)))
+        s_fail ("MariaDB: prepare %s: %s", sql, mysql_stmt_error (stmt));
+    return stmt;
+}
+
+mx_testmb_t *
+mx_testmb_new (void)
+{
+    mx_testmb_t *self = calloc (1, sizeof *self);
+    if (!self)
+        s_fail ("out of memory");
+    s_new_name (self->database, sizeof self->database);
+    self->host = s_strdup (s_require ("MX_MYSQL_HOST"));
+    self->port = atoi (s_require ("MX_MYSQL_PORT"));
+    self->user = s_strdup (s_require ("MX_MYSQL_USER"));
+    self->password = s_strdup (s_require ("MX_MYSQL_PASSWORD"));
+
+    MYSQL *admin = s_mb_admin ();
+    char sql [256];
+    //  The name is ours and checked by s_new_name; identifiers cannot be
+    //  parameters.
+    snprintf (sql, sizeof sql, "CREATE DATABASE `%s` CHARACTER SET utf8mb4"
+              " COLLATE utf8mb4_unicode_ci", self->database);
+    s_mb_exec (admin, sql, "CREATE DATABASE");
+    mysql_close (admin);
+
+    MYSQL *conn = s_mb_connect (self->host, self->port, self->user, self->password,
+                                self->database, CLIENT_MULTI_STATEMENTS);
+    s_mb_exec (conn, mx_testenv_mailbox_sql, "db/mailbox/mailbox.sql");
+    mysql_close (conn);
+    return self;
+}
+
+const char *
+mx_testmb_host (mx_testmb_t *self)
+{
+    assert (self);
+    return self->host;
+}
+
+int
+mx_testmb_port (mx_testmb_t *self)
+{
+    assert (self);
+    return self->port;
+}
+
+const char *
+mx_testmb_user (mx_testmb_t *self)
+{
+    assert (self);
+    return self->user;
+}
+
+const char *
+mx_testmb_password (mx_testmb_t *self)
+{
+    assert (self);
+    return self->password;
+}
+
+const char *
+mx_testmb_database (mx_testmb_t *self)
+{
+    assert (self);
+    return self->database;
+}
+
+MYSQL *
+mx_testmb_connect (mx_testmb_t *self)
+{
+    assert (self);
+    return s_mb_connect (self->host, self->port, self->user, self->password,
+                         self->database, 0);
+}
+
+int64_t
+mx_testmb_insert (mx_testmb_t *self, int64_t id, const char *xml, int64_t received_ms)
+{
+    assert (self);
+    assert (xml);
+    if (!self->conn)
+        self->conn = mx_testmb_connect (self);
+
+    const char *sql = id > 0
+        ? "INSERT INTO CMINMSGS (CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED,"
+          " CMINMSGS_STATUS) VALUES (?, ?, ?, 'VALID')"
+        : "INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED,"
+          " CMINMSGS_STATUS) VALUES (?, ?, 'VALID')";
+    MYSQL_STMT *stmt = s_mb_prepare (self->conn, sql);
+
+    MYSQL_BIND bind [3];
+    memset (bind, 0, sizeof bind);
+    int index = 0;
+    long long id_value = id;
+    if (id > 0) {
+        bind [index].buffer_type = MYSQL_TYPE_LONGLONG;
+        bind [index].buffer = &id_value;
+        index++;
+    }
+    unsigned long xml_length = (unsigned long) strlen (xml);
+    bind [index].buffer_type = MYSQL_TYPE_STRING;
+    bind [index].buffer = (void *) xml;
+    bind [index].buffer_length = xml_length;
+    bind [index].length = &xml_length;
+    index++;
+
+    MYSQL_TIME received;
+    memset (&received, 0, sizeof received);
+    my_bool received_null = received_ms < 0;
+    if (!received_null) {
+        time_t seconds = (time_t) (received_ms / 1000);
+        struct tm utc;
+        gmtime_r (&seconds, &utc);
+        received.year = (unsigned) utc.tm_year + 1900;
+        received.month = (unsigned) utc.tm_mon + 1;
+        received.day = (unsigned) utc.tm_mday;
+        received.hour = (unsigned) utc.tm_hour;
+        received.minute = (unsigned) utc.tm_min;
+        received.second = (unsigned) utc.tm_sec;
+        received.time_type = MYSQL_TIMESTAMP_DATETIME;
+    }
+    bind [index].buffer_type = MYSQL_TYPE_DATETIME;
+    bind [index].buffer = &received;
+    bind [index].is_null = &received_null;
+
+    if (mysql_stmt_bind_param (stmt, bind) || mysql_stmt_execute (stmt))
+        s_fail ("MariaDB: insert into CMINMSGS (id %" PRId64 "): %s",
+                id, mysql_stmt_error (stmt));
+    int64_t new_id = id > 0? id: (int64_t) mysql_stmt_insert_id (stmt);
+    mysql_stmt_close (stmt);
+    return new_id;
+}
+
+//  Kills connections still using `database`: an open transaction would
+//  otherwise make DROP DATABASE wait for its metadata lock.
+static void
+s_mb_kill_users (MYSQL *admin, const char *database)
+{
+    MYSQL_STMT *select = s_mb_prepare (admin,
+        "SELECT ID FROM information_schema.PROCESSLIST WHERE DB = ? AND ID <> CONNECTION_ID()");
+    MYSQL_BIND param;
+    memset (&param, 0, sizeof param);
+    unsigned long database_length = (unsigned long) strlen (database);
+    param.buffer_type = MYSQL_TYPE_STRING;
+    param.buffer = (void *) database;
+    param.buffer_length = database_length;
+    param.length = &database_length;
+    if (mysql_stmt_bind_param (select, &param) || mysql_stmt_execute (select))
+        s_fail ("MariaDB: listing connections of %s: %s", database, mysql_stmt_error (select));
+
+    unsigned long long ids [64];
+    size_t id_count = 0;
+    unsigned long long id = 0;
+    MYSQL_BIND result;
+    memset (&result, 0, sizeof result);
+    result.buffer_type = MYSQL_TYPE_LONGLONG;
+    result.buffer = &id;
+    result.is_unsigned = 1;
+    if (mysql_stmt_bind_result (select, &result) || mysql_stmt_store_result (select))
+        s_fail ("MariaDB: listing connections of %s: %s", database, mysql_stmt_error (select));
+    while (mysql_stmt_fetch (select) == 0 && id_count < 64)
+        ids [id_count++] = id;
+    mysql_stmt_close (select);
+
+    for (size_t index = 0; index < id_count; index++) {
+        MYSQL_STMT *kill = s_mb_prepare (admin, "KILL ?");
+        MYSQL_BIND kill_param;
+        memset (&kill_param, 0, sizeof kill_param);
+        kill_param.buffer_type = MYSQL_TYPE_LONGLONG;
+        kill_param.buffer = &ids [index];
+        kill_param.is_unsigned = 1;
+        //  It may have gone by itself meanwhile: not an error.
+        if (mysql_stmt_bind_param (kill, &kill_param) == 0)
+            mysql_stmt_execute (kill);
+        mysql_stmt_close (kill);
+    }
+}
+
+void
+mx_testmb_destroy (mx_testmb_t **self_p)
+{
+    assert (self_p);
+    mx_testmb_t *self = *self_p;
+    if (!self)
+        return;
+    *self_p = NULL;
+    if (self->conn)
+        mysql_close (self->conn);
+
+    MYSQL *admin = s_mb_admin ();
+    s_mb_kill_users (admin, self->database);
+    char sql [256];
+    snprintf (sql, sizeof sql, "DROP DATABASE IF EXISTS `%s`", self->database);
+    free (self->host);
+    free (self->user);
+    free (self->password);
+    free (self);
+    s_mb_exec (admin, sql, "DROP DATABASE");
+    mysql_close (admin);
+}
+
+// ---------------------------------------------------------------- Kafka
+
+mx_testkafka_t *
+mx_testkafka_new (int brokers)
+{
+    assert (brokers > 0);
+    mx_testkafka_t *self = calloc (1, sizeof *self);
+    if (!self)
+        s_fail ("out of memory");
+    char errstr [512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new ();
+    //  The handle only hosts the cluster and never connects anywhere: keep
+    //  it from warning about that.
+    if (rd_kafka_conf_set (conf, "client.id", "mx-testkafka", errstr, sizeof errstr)
+        != RD_KAFKA_CONF_OK
+    ||  rd_kafka_conf_set (conf, "log_level", "4", errstr, sizeof errstr) != RD_KAFKA_CONF_OK)
+        s_fail ("rd_kafka_conf_set: %s", errstr);
+    self->rk = rd_kafka_new (RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+    if (!self->rk)
+        s_fail ("rd_kafka_new: %s", errstr);
+    self->cluster = rd_kafka_mock_cluster_new (self->rk, brokers);
+    if (!self->cluster)
+        s_fail ("rd_kafka_mock_cluster_new (%d brokers) failed", brokers);
+    self->bootstraps = s_strdup (rd_kafka_mock_cluster_bootstraps (self->cluster));
+    return self;
+}
+
+const char *
+mx_testkafka_bootstraps (mx_testkafka_t *self)
+{
+    assert (self);
+    return self->bootstraps;
+}
+
+rd_kafka_mock_cluster_t *
+mx_testkafka_cluster (mx_testkafka_t *self)
+{
+    assert (self);
+    return self->cluster;
+}
+
+void
+mx_testkafka_destroy (mx_testkafka_t **self_p)
+{
+    assert (self_p);
+    mx_testkafka_t *self = *self_p;
+    if (!self)
+        return;
+    *self_p = NULL;
+    rd_kafka_mock_cluster_destroy (self->cluster);
+    rd_kafka_destroy (self->rk);
+    free (self->bootstraps);
+    free (self);
+}
+
+// ---------------------------------------------------------------- files
+
+char *
+mx_testenv_tmpdir (void)
+{
+    const char *base = getenv ("TMPDIR");
+    if (!base || !*base)
+        base = "/tmp";
+    char *path = NULL;
+    if (asprintf (&path, "%s/mxt-XXXXXX", base) < 0)
+        s_fail ("out of memory");
+    if (!mkdtemp (path))
+        s_fail ("mkdtemp %s: %s", path, strerror (errno));
+    return path;
+}
+
+static int
+s_remove_entry (const char *path, const struct stat *info, int flag, struct FTW *ftw)
+{
+    if (remove (path) != 0 && errno != ENOENT)
+        fprintf (stderr, "mx_testenv: cannot remove %s: %s\n", path, strerror (errno));
+    return 0;
+}
+
+void
+mx_testenv_rmtree (const char *dir)
+{
+    assert (dir);
+    //  Guard against an empty or root path from a broken caller.
+    assert (*dir && strcmp (dir, "/") != 0);
+    nftw (dir, s_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}

@@ -1,0 +1,110 @@
+/*  mx_testenv - real servers for integration tests.
+
+    ctest starts PostgreSQL and MariaDB once per run (deploy/local/mx-servers)
+    and names the env file it wrote in MX_TEST_ENV. Each test then takes its
+    own fresh database from those servers, and its own Kafka mock cluster.
+
+    A missing env file or an unreachable server fails the running test
+    loudly (cmocka fail_msg, or exit outside a test): never a skip.
+*/
+#ifndef MX_TESTENV_H_INCLUDED
+#define MX_TESTENV_H_INCLUDED
+
+#include <stdint.h>
+#include <mysql.h>
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct _mx_testpg_t mx_testpg_t;
+typedef struct _mx_testmb_t mx_testmb_t;
+typedef struct _mx_testkafka_t mx_testkafka_t;
+
+//  Fresh empty PostgreSQL database on the test server, named
+//  mxt_<pid>_<counter>_<random>.
+mx_testpg_t *
+    mx_testpg_new (void);
+
+//  "host=127.0.0.1 port=N user=postgres dbname=mxt_..."
+const char *
+    mx_testpg_conninfo (mx_testpg_t *self);
+
+const char *
+    mx_testpg_dbname (mx_testpg_t *self);
+
+//  Terminates the database's backends and drops it. Safe twice.
+void
+    mx_testpg_destroy (mx_testpg_t **self_p);
+
+//  Fresh MariaDB database holding the mailbox tables (db/mailbox/mailbox.sql,
+//  built into the library).
+mx_testmb_t *
+    mx_testmb_new (void);
+
+const char *
+    mx_testmb_host (mx_testmb_t *self);
+
+int
+    mx_testmb_port (mx_testmb_t *self);
+
+const char *
+    mx_testmb_user (mx_testmb_t *self);
+
+const char *
+    mx_testmb_password (mx_testmb_t *self);
+
+const char *
+    mx_testmb_database (mx_testmb_t *self);
+
+//  New TCP connection to that database (utf8mb4); the caller mysql_close()s.
+MYSQL *
+    mx_testmb_connect (mx_testmb_t *self);
+
+//  Inserts a CMINMSGS row with STATUS 'VALID': explicit CMINMSGS_ID if
+//  id > 0, else AUTO_INCREMENT. received_ms is Unix time in milliseconds,
+//  written as UTC wall-clock seconds (the test server runs with time zone
+//  +00:00); received_ms < 0 leaves CMINMSGS_DATE_RECEIVED NULL.
+//  Returns the row's ID.
+int64_t
+    mx_testmb_insert (mx_testmb_t *self, int64_t id, const char *xml, int64_t received_ms);
+
+//  Drops the database (killing connections still open on it). Safe twice.
+void
+    mx_testmb_destroy (mx_testmb_t **self_p);
+
+//  Kafka mock cluster with `brokers` brokers, listening on 127.0.0.1.
+mx_testkafka_t *
+    mx_testkafka_new (int brokers);
+
+//  "127.0.0.1:port,..." for bootstrap.servers.
+const char *
+    mx_testkafka_bootstraps (mx_testkafka_t *self);
+
+//  For rd_kafka_mock_* calls (topic creation, injected errors, broker down).
+rd_kafka_mock_cluster_t *
+    mx_testkafka_cluster (mx_testkafka_t *self);
+
+void
+    mx_testkafka_destroy (mx_testkafka_t **self_p);
+
+//  Value of `key` in the env file, NULL if absent.
+const char *
+    mx_testenv_get (const char *key);
+
+//  Fresh mkdtemp folder; the caller frees the string and removes the folder
+//  with mx_testenv_rmtree.
+char *
+    mx_testenv_tmpdir (void);
+
+//  Removes dir and everything below it (does not follow symlinks).
+void
+    mx_testenv_rmtree (const char *dir);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,335 @@
+/*  Integration tests: the real msgxd and msgxctl binaries against the test
+    PostgreSQL. Waiting is always on a process's output or exit.  */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <czmq.h>
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "mx_testenv.h"
+#include "mx_testproc.h"
+
+#define WAIT_MS 20000
+
+typedef struct {
+    mx_testpg_t *pg;
+    char *dir;
+    char msgxd [1024];
+    char msgxctl [1024];
+} fixture_t;
+
+static int
+s_setup (void **state)
+{
+    fixture_t *fx = calloc (1, sizeof *fx);
+    const char *build = getenv ("MX_BUILD_DIR");
+    assert_non_null (build);
+    snprintf (fx->msgxd, sizeof fx->msgxd, "%s/cmd/msgxd", build);
+    snprintf (fx->msgxctl, sizeof fx->msgxctl, "%s/cmd/msgxctl", build);
+    fx->pg = mx_testpg_new ();
+    fx->dir = mx_testenv_tmpdir ();
+    *state = fx;
+    return 0;
+}
+
+static int
+s_teardown (void **state)
+{
+    fixture_t *fx = *state;
+    mx_testpg_destroy (&fx->pg);
+    mx_testenv_rmtree (fx->dir);
+    free (fx->dir);
+    free (fx);
+    return 0;
+}
+
+//  Environment for one daemon instance called `name`.
+typedef struct {
+    char *vars [8];
+} env_t;
+
+static void
+s_env (fixture_t *fx, const char *name, env_t *env)
+{
+    memset (env, 0, sizeof *env);
+    env->vars [0] = zsys_sprintf ("MSGX_PG_CONNINFO=%s", mx_testpg_conninfo (fx->pg));
+    env->vars [1] = zsys_sprintf ("MSGX_ADMIN_ENDPOINT=ipc://%s/%s.sock", fx->dir, name);
+    env->vars [2] = strdup ("MSGX_PIPELINE_AUTOSTART=true");
+    env->vars [3] = strdup ("MSGX_PROFILE=dev");
+}
+
+static void
+s_env_free (env_t *env)
+{
+    for (int i = 0; env->vars [i]; i++)
+        free (env->vars [i]);
+}
+
+static mx_testproc_t *
+s_start (fixture_t *fx, env_t *env)
+{
+    const char *argv [] = { fx->msgxd, NULL };
+    mx_testproc_t *proc = mx_testproc_new (argv, (const char *const *) env->vars);
+    assert_non_null (proc);
+    return proc;
+}
+
+static int
+s_ctl (fixture_t *fx, const char *name, const char *verb, const char *extra, char **out, char **err)
+{
+    char *endpoint = zsys_sprintf ("ipc://%s/%s.sock", fx->dir, name);
+    const char *argv [] = { fx->msgxctl, "--endpoint", endpoint, verb, extra, NULL };
+    int code = mx_testproc_run (argv, NULL, WAIT_MS, out, err);
+    free (endpoint);
+    return code;
+}
+
+static double
+s_seconds (void)
+{
+    struct timespec ts;
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+//  ---------------------------------------------------------------------
+
+static void
+test_bad_config_exits_78_naming_each_problem (void **state)
+{
+    fixture_t *fx = *state;
+    const char *argv [] = { fx->msgxd, NULL };
+    const char *env [] = { "MSGX_PIPELINE_CLAIM_BATCH=0", "MSGX_PROFILE=qa",
+                           "MSGX_PIPELINE_POLL_INTERVAL=soon", NULL };
+    char *out = NULL, *err = NULL;
+    int code = mx_testproc_run (argv, env, WAIT_MS, &out, &err);
+    assert_int_equal (code, 78);
+    assert_non_null (strstr (err, "msgx.pipeline.claim-batch"));
+    assert_non_null (strstr (err, "msgx.profile"));
+    assert_non_null (strstr (err, "msgx.pipeline.poll-interval"));
+    assert_non_null (strstr (err, "3 configuration problems"));
+    free (out);
+    free (err);
+
+    //  A config file that does not exist is a config problem too.
+    const char *argv2 [] = { fx->msgxd, "--config", "/nonexistent/msgxd.zpl", NULL };
+    code = mx_testproc_run (argv2, NULL, WAIT_MS, &out, &err);
+    assert_int_equal (code, 78);
+    assert_non_null (strstr (err, "/nonexistent/msgxd.zpl"));
+    free (out);
+    free (err);
+
+    const char *argv3 [] = { fx->msgxd, "--no-such-flag", NULL };
+    code = mx_testproc_run (argv3, NULL, WAIT_MS, &out, &err);
+    assert_int_equal (code, 2);
+    free (out);
+    free (err);
+}
+
+static void
+test_prod_without_brokers_refuses_to_start (void **state)
+{
+    fixture_t *fx = *state;
+    const char *argv [] = { fx->msgxd, "--check-config", NULL };
+    const char *env [] = { "MSGX_PROFILE=prod", "MSGX_KAFKA_ACKS=1", NULL };
+    char *out = NULL, *err = NULL;
+    int code = mx_testproc_run (argv, env, WAIT_MS, &out, &err);
+    assert_int_equal (code, 78);
+    assert_non_null (strstr (err, "msgx.kafka.bootstrap-servers"));
+    assert_non_null (strstr (err, "msgx.kafka.acks"));
+    free (out);
+    free (err);
+}
+
+static void
+test_msgxctl_without_daemon_exits_3 (void **state)
+{
+    fixture_t *fx = *state;
+    char *out = NULL, *err = NULL;
+    assert_int_equal (s_ctl (fx, "nobody", "status", NULL, &out, &err), 3);
+    assert_non_null (strstr (err, "unreachable"));
+    free (out);
+    free (err);
+    //  A tcp endpoint with nothing behind it: no reply within the timeout.
+    const char *argv [] = { fx->msgxctl, "--endpoint", "tcp://127.0.0.1:1", "--timeout", "300", "status", NULL };
+    assert_int_equal (mx_testproc_run (argv, NULL, WAIT_MS, &out, &err), 3);
+    assert_non_null (strstr (err, "no reply"));
+    free (out);
+    free (err);
+}
+
+static void
+test_msgxctl_usage_errors_exit_2 (void **state)
+{
+    fixture_t *fx = *state;
+    char *out = NULL, *err = NULL;
+    const char *cases [][4] = {
+        { fx->msgxctl, NULL },
+        { fx->msgxctl, "frobnicate", NULL },
+        { fx->msgxctl, "status", "--bogus", NULL },
+        { fx->msgxctl, "--timeout", "-5", "status" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases [0]; i++) {
+        const char *argv [6] = { 0 };
+        for (int j = 0; j < 4 && cases [i][j]; j++)
+            argv [j] = cases [i][j];
+        assert_int_equal (mx_testproc_run (argv, NULL, WAIT_MS, &out, &err), 2);
+        assert_true (strlen (err) > 0);
+        free (out);
+        free (err);
+    }
+}
+
+static void
+test_status_against_a_running_daemon (void **state)
+{
+    fixture_t *fx = *state;
+    env_t env;
+    s_env (fx, "a", &env);
+    mx_testproc_t *daemon = s_start (fx, &env);
+    assert_non_null (mx_testproc_expect_stderr (daemon, "role active", WAIT_MS));
+
+    char *out = NULL, *err = NULL;
+    assert_int_equal (s_ctl (fx, "a", "status", NULL, &out, &err), 0);
+    assert_non_null (strstr (out, "role        active"));
+    assert_non_null (strstr (out, "W=0"));
+    assert_non_null (strstr (out, "head        none"));
+    assert_non_null (strstr (out, "embedded mock cluster"));
+    free (out);
+    free (err);
+
+    assert_int_equal (s_ctl (fx, "a", "status", "--json", &out, &err), 0);
+    json_t *status = json_loads (out, 0, NULL);
+    assert_non_null (status);
+    assert_string_equal (json_string_value (json_object_get (status, "role")), "active");
+    assert_int_equal (json_integer_value (json_object_get (status, "pid")), mx_testproc_pid (daemon));
+    assert_int_equal (json_integer_value (json_object_get (json_object_get (status, "counts"), "DEAD")), 0);
+    json_decref (status);
+    free (out);
+    free (err);
+
+    //  The admin socket is 0600.
+    char *path = zsys_sprintf ("%s/a.sock", fx->dir);
+    struct stat st;
+    assert_int_equal (stat (path, &st), 0);
+    assert_int_equal (st.st_mode & 0777, 0600);
+
+    //  SIGTERM: ordered shutdown, exit 0, socket removed.
+    double t0 = s_seconds ();
+    assert_int_equal (mx_testproc_signal (daemon, SIGTERM), 0);
+    int wstatus = 0;
+    assert_int_equal (mx_testproc_wait (daemon, WAIT_MS, &wstatus), 0);
+    printf ("# SIGTERM to exit: %.0f ms\n", (s_seconds () - t0) * 1000);
+    assert_true (WIFEXITED (wstatus));
+    assert_int_equal (WEXITSTATUS (wstatus), 0);
+    assert_non_null (strstr (mx_testproc_stderr (daemon), "received Terminated"));
+    assert_non_null (strstr (mx_testproc_stderr (daemon), "msgxd stopped (exit code 0)"));
+    assert_int_not_equal (stat (path, &st), 0);
+    free (path);
+    mx_testproc_destroy (&daemon);
+
+    //  Restart: migrations already applied, none applied again.
+    daemon = s_start (fx, &env);
+    assert_non_null (mx_testproc_expect_stderr (daemon, "(0 migrations applied now)", WAIT_MS));
+    assert_non_null (mx_testproc_expect_stderr (daemon, "role active", WAIT_MS));
+    mx_testproc_signal (daemon, SIGINT);
+    assert_int_equal (mx_testproc_wait (daemon, WAIT_MS, &wstatus), 0);
+    assert_int_equal (WEXITSTATUS (wstatus), 0);
+    mx_testproc_destroy (&daemon);
+    s_env_free (&env);
+}
+
+static void
+test_standby_takes_over_after_sigkill (void **state)
+{
+    fixture_t *fx = *state;
+    env_t env_a, env_b;
+    s_env (fx, "a", &env_a);
+    s_env (fx, "b", &env_b);
+    mx_testproc_t *a = s_start (fx, &env_a);
+    assert_non_null (mx_testproc_expect_stderr (a, "role active", WAIT_MS));
+    mx_testproc_t *b = s_start (fx, &env_b);
+    assert_non_null (mx_testproc_expect_stderr (b, "role standby", WAIT_MS));
+
+    char *out = NULL, *err = NULL;
+    assert_int_equal (s_ctl (fx, "b", "status", NULL, &out, &err), 0);
+    assert_non_null (strstr (out, "role        standby"));
+    free (out);
+    free (err);
+    assert_int_equal (s_ctl (fx, "b", "pause", NULL, &out, &err), 1);
+    assert_non_null (strstr (err, "standby"));
+    free (out);
+    free (err);
+
+    double t0 = s_seconds ();
+    assert_int_equal (mx_testproc_signal (a, SIGKILL), 0);
+    assert_non_null (mx_testproc_expect_stderr (b, "role active", WAIT_MS));
+    printf ("# standby takeover after SIGKILL of the active: %.0f ms\n", (s_seconds () - t0) * 1000);
+    assert_int_equal (s_ctl (fx, "b", "status", "--json", &out, &err), 0);
+    json_t *status = json_loads (out, 0, NULL);
+    assert_non_null (status);
+    assert_string_equal (json_string_value (json_object_get (status, "role")), "active");
+    assert_int_equal (json_integer_value (json_object_get (status, "pid")), mx_testproc_pid (b));
+    json_decref (status);
+    free (out);
+    free (err);
+    mx_testproc_destroy (&a);
+    mx_testproc_signal (b, SIGTERM);
+    int wstatus = 0;
+    assert_int_equal (mx_testproc_wait (b, WAIT_MS, &wstatus), 0);
+    assert_int_equal (WEXITSTATUS (wstatus), 0);
+    mx_testproc_destroy (&b);
+    s_env_free (&env_a);
+    s_env_free (&env_b);
+}
+
+static void
+test_losing_the_lock_connection_fences_and_exits (void **state)
+{
+    fixture_t *fx = *state;
+    env_t env;
+    s_env (fx, "f", &env);
+    mx_testproc_t *daemon = s_start (fx, &env);
+    assert_non_null (mx_testproc_expect_stderr (daemon, "role active", WAIT_MS));
+
+    PGconn *conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
+    assert_int_equal (PQstatus (conn), CONNECTION_OK);
+    PGresult *res = PQexec (conn, "SELECT count(pg_terminate_backend (pid)) FROM pg_stat_activity"
+                                  " WHERE application_name = 'msgxd-lock' AND datname = current_database()");
+    assert_int_equal (PQresultStatus (res), PGRES_TUPLES_OK);
+    assert_string_equal (PQgetvalue (res, 0, 0), "1");
+    PQclear (res);
+    PQfinish (conn);
+
+    int wstatus = 0;
+    assert_int_equal (mx_testproc_wait (daemon, WAIT_MS, &wstatus), 0);
+    assert_true (WIFEXITED (wstatus));
+    assert_int_equal (WEXITSTATUS (wstatus), 75);
+    assert_non_null (strstr (mx_testproc_stderr (daemon), "lost the PostgreSQL connection holding the instance lock"));
+    mx_testproc_destroy (&daemon);
+    s_env_free (&env);
+}
+
+int
+main (void)
+{
+    const struct CMUnitTest tests [] = {
+        cmocka_unit_test_setup_teardown (test_bad_config_exits_78_naming_each_problem, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_prod_without_brokers_refuses_to_start, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_msgxctl_without_daemon_exits_3, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_msgxctl_usage_errors_exit_2, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_status_against_a_running_daemon, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_standby_takes_over_after_sigkill, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_losing_the_lock_connection_fences_and_exits, s_setup, s_teardown),
+    };
+    int failed = cmocka_run_group_tests (tests, NULL, NULL);
+    zsys_shutdown ();
+    return failed;
+}
