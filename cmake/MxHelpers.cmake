@@ -21,7 +21,7 @@ function(mx_add_test name)
   add_test(NAME ${name} COMMAND ${name})
   set_tests_properties(${name} PROPERTIES
     LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT}
-    ENVIRONMENT "MX_TEST_ENV=${MX_TEST_ENV_FILE};MX_BUILD_DIR=${CMAKE_BINARY_DIR};MX_SOURCE_DIR=${CMAKE_SOURCE_DIR};ASAN_OPTIONS=detect_leaks=1:abort_on_error=1;UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1;TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1")
+    ENVIRONMENT "MX_TEST_ENV=${MX_TEST_ENV_FILE};MX_BUILD_DIR=${CMAKE_BINARY_DIR};MX_SOURCE_DIR=${CMAKE_SOURCE_DIR};ASAN_OPTIONS=detect_leaks=1:abort_on_error=1;UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1;TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=${CMAKE_SOURCE_DIR}/test/tsan.supp")
   if("integration" IN_LIST T_LABELS OR "needs-servers" IN_LIST T_LABELS)
     set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED mx_servers)
   endif()

@@ -158,7 +158,7 @@ s_print_status (json_t *status)
                 s_text (json_object_get (head, "waiting"), ""));
     else
     if (json_is_object (json_object_get (status, "counts")))
-        printf ("head        none: every known message is finished\n");
+        printf ("head        none: no unfinished message recorded\n");
     else
         printf ("head        unknown (database unreadable)\n");
 

@@ -72,6 +72,13 @@ mx_kafka_embedded_new (int brokers, const char *const *topics, int partitions, c
     return self;
 }
 
+rd_kafka_mock_cluster_t *
+mx_kafka_embedded_cluster (mx_kafka_embedded_t *self)
+{
+    assert (self);
+    return self->cluster;
+}
+
 const char *
 mx_kafka_embedded_bootstraps (mx_kafka_embedded_t *self)
 {

@@ -25,6 +25,7 @@
 #include <cmocka.h>
 #include <libpq-fe.h>
 
+#include "mx_kafka_embedded.h"
 #include "mx_testenv_mailbox_sql.h"
 
 #define S_ENV_MAX 64
@@ -45,9 +46,7 @@ struct _mx_testmb_t {
 };
 
 struct _mx_testkafka_t {
-    rd_kafka_t *rk;             //  the mock cluster lives on this handle
-    rd_kafka_mock_cluster_t *cluster;
-    char *bootstraps;
+    mx_kafka_embedded_t *embedded;  //  the daemon's own dev-profile cluster
 };
 
 //  The env file, read once. Fixed storage: nothing to free at exit.
@@ -568,21 +567,10 @@ mx_testkafka_new (int brokers)
     mx_testkafka_t *self = calloc (1, sizeof *self);
     if (!self)
         s_fail ("out of memory");
-    char errstr [512];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new ();
-    //  The handle only hosts the cluster and never connects anywhere: keep
-    //  it from warning about that.
-    if (rd_kafka_conf_set (conf, "client.id", "mx-testkafka", errstr, sizeof errstr)
-        != RD_KAFKA_CONF_OK
-    ||  rd_kafka_conf_set (conf, "log_level", "4", errstr, sizeof errstr) != RD_KAFKA_CONF_OK)
-        s_fail ("rd_kafka_conf_set: %s", errstr);
-    self->rk = rd_kafka_new (RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
-    if (!self->rk)
-        s_fail ("rd_kafka_new: %s", errstr);
-    self->cluster = rd_kafka_mock_cluster_new (self->rk, brokers);
-    if (!self->cluster)
-        s_fail ("rd_kafka_mock_cluster_new (%d brokers) failed", brokers);
-    self->bootstraps = s_strdup (rd_kafka_mock_cluster_bootstraps (self->cluster));
+    char *error = NULL;
+    self->embedded = mx_kafka_embedded_new (brokers, NULL, 0, &error);
+    if (!self->embedded)
+        s_fail ("Kafka mock cluster (%d brokers) did not start: %s", brokers, error ? error : "?");
     return self;
 }
 
@@ -590,14 +578,14 @@ const char *
 mx_testkafka_bootstraps (mx_testkafka_t *self)
 {
     assert (self);
-    return self->bootstraps;
+    return mx_kafka_embedded_bootstraps (self->embedded);
 }
 
 rd_kafka_mock_cluster_t *
 mx_testkafka_cluster (mx_testkafka_t *self)
 {
     assert (self);
-    return self->cluster;
+    return mx_kafka_embedded_cluster (self->embedded);
 }
 
 void
@@ -608,9 +596,7 @@ mx_testkafka_destroy (mx_testkafka_t **self_p)
     if (!self)
         return;
     *self_p = NULL;
-    rd_kafka_mock_cluster_destroy (self->cluster);
-    rd_kafka_destroy (self->rk);
-    free (self->bootstraps);
+    mx_kafka_embedded_destroy (&self->embedded);
     free (self);
 }
 
