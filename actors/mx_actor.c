@@ -63,3 +63,10 @@ mx_actor_wait_term (zsock_t *pipe)
             return;
     }
 }
+
+const char *
+mx_actor_endpoint (const mx_actor_args_t *args, const char *actor, char *buf, size_t size)
+{
+    snprintf (buf, size, "inproc://%s/%s", args->scope ? args->scope : "msgx", actor);
+    return buf;
+}

@@ -20,11 +20,19 @@ typedef struct {
     const char *name;
     const mx_config_t *config;
     mx_clock_t *clock;
+    //  Unique per control instance: names the inproc data sockets
+    //  ("inproc://<scope>/processor"), so two instances in one process
+    //  (tests) never meet.
+    const char *scope;
 } mx_actor_args_t;
+
+//  The inproc endpoint of an actor's data socket.
+const char *mx_actor_endpoint (const mx_actor_args_t *args, const char *actor, char *buf, size_t size);
 
 typedef struct {
     const char *name;
     zactor_fn *fn;
+    bool needs_mailbox;         //  not started when mailbox.shared-mysql.enabled=false
 } mx_actor_def_t;
 
 //  Pipeline actors that control starts, in start order, once the instance

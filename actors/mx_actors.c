@@ -1,8 +1,16 @@
 /*  The pipeline actors control starts once the instance is active, in
-    start order (see docs/architecture.md for the full graph).  */
+    start order, stopped in reverse (see docs/architecture.md).  */
 #include "mx_actor.h"
+#include "mx_http.h"
+#include "mx_ingress.h"
+#include "mx_processor.h"
+#include "mx_pump.h"
 
 const mx_actor_def_t mx_pipeline_actors [] = {
-    { NULL, NULL }
+    //  The processor binds the data socket the pump connects to.
+    { "processor", mx_processor_actor, true },
+    { "pump", mx_pump_actor, true },
+    { "ingress", mx_ingress_actor, true },
+    { "http", mx_http_actor, false },
 };
-const size_t mx_pipeline_actor_count = 0;
+const size_t mx_pipeline_actor_count = sizeof mx_pipeline_actors / sizeof mx_pipeline_actors [0];

@@ -50,6 +50,9 @@ typedef struct {
     size_t children_started;
     char *pg_error;             //  last PostgreSQL problem, for status
     char lock_key [32];
+    char scope [64];            //  names our children's inproc sockets
+    zhashx_t *admin_waiting;    //  request id -> REQ identity frame
+    uint64_t admin_sequence;
 } s_control_t;
 
 static void s_set_role (s_control_t *self, s_role_t role, const char *why);
@@ -127,10 +130,15 @@ static int
 s_children_start (s_control_t *self, char **error)
 {
     for (size_t i = 0; i < self->args->child_count; i++) {
-        s_child_t *child = &self->children [i];
+        if (self->args->children [i].needs_mailbox && !self->config->mailbox_shared_mysql_enabled) {
+            mx_info (ACTOR, "actor %s not started: mailbox.shared-mysql.enabled=false", self->args->children [i].name);
+            continue;
+        }
+        s_child_t *child = &self->children [self->children_started];
         child->args.name = self->args->children [i].name;
         child->args.config = self->config;
         child->args.clock = self->clock;
+        child->args.scope = self->scope;
         char *detail = NULL;
         char *why = NULL;
         child->actor = mx_actor_start (self->args->children [i].fn, &child->args,
@@ -444,7 +452,8 @@ s_status (s_control_t *self)
     json_object_set_new (status, "dependencies", json_pack ("{s:s,s:s,s:s}",
         "postgresql", pg_state,
         "mailbox", config->mailbox_shared_mysql_enabled
-                   ? "enabled in config; no actor uses it in this build" : "disabled (mailbox.shared-mysql.enabled=false)",
+                   ? "enabled: ingress, processor and the compat entry read and write it"
+                   : "disabled (mailbox.shared-mysql.enabled=false): ingress, pump, processor and the compat entry are off",
         "kafka", self->args->kafka_description ? self->args->kafka_description : "not configured"));
     free (error);
     return status;
@@ -471,6 +480,15 @@ s_admin_reply_json (s_control_t *self, zframe_t **identity, json_t *payload)
     json_decref (payload);
     s_admin_reply (self, identity, "OK", text ? text : "{}");
     free (text);
+}
+
+static s_child_t *
+s_child (s_control_t *self, const char *name)
+{
+    for (size_t i = 0; i < self->children_started; i++)
+        if (strcmp (self->children [i].args.name, name) == 0)
+            return &self->children [i];
+    return NULL;
 }
 
 static void
@@ -519,6 +537,26 @@ s_handle_admin (s_control_t *self)
     else
     if (self->role != ROLE_ACTIVE)
         s_admin_reply (self, &identity, "ERR", "this instance is not active (standby): send the command to the active instance");
+    else
+    if (admin == MX_ADMIN_REPLAY || admin == MX_ADMIN_CUTOVER) {
+        const char *owner = admin == MX_ADMIN_REPLAY ? "pump" : "ingress";
+        s_child_t *child = s_child (self, owner);
+        if (!child) {
+            char *why = zsys_sprintf ("%s needs the %s actor, which is not running%s", verb, owner,
+                                      self->config->mailbox_shared_mysql_enabled ? "" : " (mailbox disabled)");
+            s_admin_reply (self, &identity, "ERR", why);
+            free (why);
+        }
+        else {
+            //  Answered when the owner replies; the owner decides when it
+            //  is safe to act (the pump: between messages).
+            char request_id [24];
+            snprintf (request_id, sizeof request_id, "%" PRIu64, ++self->admin_sequence);
+            zhashx_insert (self->admin_waiting, request_id, identity);
+            identity = NULL;
+            mx_cmd_send (zactor_sock (child->actor), MX_CMD_ADMIN, self->admin_sequence, verb, args_text);
+        }
+    }
     else {
         assert (admin == MX_ADMIN_PAUSE || admin == MX_ADMIN_RESUME);
         bool pause = admin == MX_ADMIN_PAUSE;
@@ -571,12 +609,40 @@ s_handle_pipe (s_control_t *self)
     mx_cmd_done (&rest);
 }
 
-//  A child speaks only to report an unrecoverable failure.
+//  Children report fatal failures, W moves and admin replies.
 static void
 s_handle_child (s_control_t *self, s_child_t *child)
 {
     zmsg_t *rest = NULL;
     mx_cmd_t cmd = mx_cmd_recv (zactor_sock (child->actor), &rest);
+    if (cmd == MX_CMD_W_MOVED) {
+        char *w = mx_cmd_pop_str (rest);
+        mx_cmd_done (&rest);
+        free (w);
+        s_child_t *pump = s_child (self, "pump");
+        if (pump)
+            mx_cmd_send (zactor_sock (pump->actor), MX_CMD_WAKE);
+        return;
+    }
+    if (cmd == MX_CMD_ADMIN_REPLY) {
+        char *request = mx_cmd_pop_str (rest);
+        char *verdict = mx_cmd_pop_str (rest);
+        char *payload = mx_cmd_pop_str (rest);
+        mx_cmd_done (&rest);
+        zframe_t *identity = (zframe_t *) zhashx_lookup (self->admin_waiting, request);
+        if (identity) {
+            zhashx_delete (self->admin_waiting, request);
+            s_admin_reply (self, &identity, verdict, payload);
+        }
+        free (request);
+        free (verdict);
+        free (payload);
+        //  A replay may have changed the head.
+        s_child_t *pump = s_child (self, "pump");
+        if (pump && strcmp (child->args.name, "pump") != 0)
+            mx_cmd_send (zactor_sock (pump->actor), MX_CMD_WAKE);
+        return;
+    }
     if (cmd == MX_CMD_FATAL) {
         int code = mx_cmd_pop_int (rest);
         char *reason = mx_cmd_pop_str (rest);
@@ -606,6 +672,8 @@ mx_control_actor (zsock_t *pipe, void *args)
     self->role = ROLE_CONNECTING;
     snprintf (self->lock_key, sizeof self->lock_key, "%" PRId64, self->config->instance_lock_key);
     self->children = (s_child_t *) zmalloc ((self->args->child_count + 1) * sizeof (s_child_t));
+    snprintf (self->scope, sizeof self->scope, "msgx-%d-%p", (int) getpid (), (void *) self);
+    self->admin_waiting = zhashx_new ();
     if (mx_clock_endpoint (self->clock))
         self->ticks = zsock_new_sub (mx_clock_endpoint (self->clock), "");
     zsock_signal (pipe, 0);
@@ -666,6 +734,11 @@ mx_control_actor (zsock_t *pipe, void *args)
     //  Ordered shutdown: pipeline first (reverse start order), then our
     //  own connections, releasing the instance lock last.
     s_children_stop (self);
+    //  Requests still waiting get no answer: their msgxctl times out.
+    for (zframe_t *identity = (zframe_t *) zhashx_first (self->admin_waiting); identity;
+         identity = (zframe_t *) zhashx_next (self->admin_waiting))
+        zframe_destroy (&identity);
+    zhashx_destroy (&self->admin_waiting);
     if (self->status_conn)
         PQfinish (self->status_conn);
     s_lock_disconnect (self);

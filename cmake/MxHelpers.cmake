@@ -1,5 +1,3 @@
-option(MX_ALLOW_MISSING_TESTS "Leave out tests whose sources are missing (work in progress only)" OFF)
-
 # mx_add_test(NAME SOURCES src... [LIBS lib...] LABELS unit|actor|integration [TIMEOUT s])
 #
 # Integration and actor tests that need servers get the mx_servers fixture:
@@ -10,12 +8,6 @@ function(mx_add_test name)
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
   endif()
-  foreach(src ${T_SOURCES})
-    if(NOT EXISTS ${src} AND MX_ALLOW_MISSING_TESTS)
-      message(WARNING "test ${name} left out: ${src} does not exist")
-      return()
-    endif()
-  endforeach()
   add_executable(${name} ${T_SOURCES})
   target_link_libraries(${name} PRIVATE mx_warnings mx_testenv ${T_LIBS} PkgConfig::CMOCKA)
   add_test(NAME ${name} COMMAND ${name})

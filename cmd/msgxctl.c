@@ -5,6 +5,7 @@
 #include <czmq.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <pwd.h>
 #include <sys/stat.h>
 
 #include "mx_cmd.h"
@@ -19,11 +20,16 @@ static void
 s_usage (FILE *out)
 {
     fprintf (out,
-        "usage: msgxctl [--endpoint E] [--timeout MS] COMMAND [--json]\n"
+        "usage: msgxctl [--endpoint E] [--timeout MS] COMMAND [ARGS] [--json]\n"
         "commands:\n"
-        "  status     role, watermark and hole, FIFO head, counts by state, dependencies\n"
-        "  pause      stop ingress and pump from claiming work\n"
-        "  resume     let ingress and pump claim work again\n"
+        "  status                     role, watermark and hole, FIFO head, counts by state, dependencies\n"
+        "  pause                      stop ingress and pump from claiming work\n"
+        "  resume                     let ingress and pump claim work again\n"
+        "  replay --class C | --id N [N...]  [--dry-run] [--yes]\n"
+        "                             move FAILED/DEAD rows of class CODEC_ERROR, UNSUPPORTED, INFRA\n"
+        "                             or EXHAUSTED back to PENDING (--dry-run lists them with their\n"
+        "                             flights; --yes acts)\n"
+        "  cutover min|zero|max|ID    seed the watermark W on a fresh instance\n"
         "options:\n"
         "  --endpoint E   daemon admin endpoint (default: $MSGX_ADMIN_ENDPOINT or " DEFAULT_ENDPOINT ")\n"
         "  --timeout MS   how long to wait for the reply (default %d)\n"
@@ -33,7 +39,7 @@ s_usage (FILE *out)
 
 //  Returns the exit code; *reply_p gets the payload on 0 or 1.
 static int
-s_call (const char *endpoint, int timeout_ms, const char *verb, char **reply_p)
+s_call (const char *endpoint, int timeout_ms, const char *verb, const char *args, char **reply_p)
 {
     *reply_p = NULL;
     //  An ipc endpoint without its socket file has no daemon behind it;
@@ -62,7 +68,7 @@ s_call (const char *endpoint, int timeout_ms, const char *verb, char **reply_p)
         return EXIT_UNREACHABLE;
     }
     zstr_sendm (req, verb);
-    zstr_send (req, "{}");
+    zstr_send (req, args);
     zmq_pollitem_t item = { zsock_resolve (req), 0, ZMQ_POLLIN, 0 };
     int rc = zmq_poll (&item, 1, timeout_ms);
     if (rc <= 0) {
@@ -177,6 +183,102 @@ s_print_status (json_t *status)
         printf ("%-11s %s\n", key, s_text (value, "?"));
 }
 
+static void
+s_print_replay (json_t *reply)
+{
+    bool dry_run = json_is_true (json_object_get (reply, "dry_run"));
+    json_t *rows = json_object_get (reply, "rows");
+    printf ("%-10s %-6s %-12s %-10s %s\n", "msg_id", "state", "class", "type/styp", "flights / reason");
+    size_t index;
+    json_t *row;
+    json_array_foreach (rows, index, row) {
+        const char *refused = s_text (json_object_get (row, "refused"), NULL);
+        char kind [24];
+        snprintf (kind, sizeof kind, "%s/%s", s_text (json_object_get (row, "type"), "?"),
+                  s_text (json_object_get (row, "styp"), "?"));
+        printf ("%-10" JSON_INTEGER_FORMAT " %-6s %-12s %-10s ", json_integer_value (json_object_get (row, "msg_id")),
+                s_text (json_object_get (row, "state"), "-"), s_text (json_object_get (row, "error_class"), "-"),
+                kind);
+        if (refused)
+            printf ("refused: %s", refused);
+        else {
+            size_t i;
+            json_t *flight;
+            json_array_foreach (json_object_get (row, "flights"), i, flight)
+                printf ("%s%" JSON_INTEGER_FORMAT "%s", i ? " " : "", json_integer_value (json_object_get (flight, "flid")),
+                        json_is_true (json_object_get (flight, "changed_since")) ? "(changed since)" : "");
+            if (json_array_size (json_object_get (row, "flights")) == 0)
+                printf ("-");
+        }
+        printf ("\n");
+    }
+    if (dry_run)
+        printf ("dry run: nothing moved; add --yes to replay\n");
+    else
+        printf ("%" JSON_INTEGER_FORMAT " message(s) back to PENDING\n", json_integer_value (json_object_get (reply, "moved")));
+}
+
+//  Verb arguments into the JSON object sent to the daemon.
+static int
+s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_out)
+{
+    json_t *ids = NULL;
+    for (int i = 0; i < argc; i++) {
+        const char *arg = argv [i];
+        if (strcmp (arg, "--json") == 0)
+            *json_out = true;
+        else
+        if (admin == MX_ADMIN_REPLAY && strcmp (arg, "--class") == 0 && i + 1 < argc)
+            json_object_set_new (args, "class", json_string (argv [++i]));
+        else
+        if (admin == MX_ADMIN_REPLAY && strcmp (arg, "--id") == 0) {
+            if (!ids)
+                ids = json_array ();
+            while (i + 1 < argc && argv [i + 1][0] != '-') {
+                char *end = NULL;
+                long long id = strtoll (argv [++i], &end, 10);
+                if (!*argv [i] || *end || id <= 0) {
+                    fprintf (stderr, "msgxctl: replay: '%s' is not a message ID\n", argv [i]);
+                    json_decref (ids);
+                    return -1;
+                }
+                json_array_append_new (ids, json_integer (id));
+            }
+        }
+        else
+        if (admin == MX_ADMIN_REPLAY && strcmp (arg, "--dry-run") == 0)
+            json_object_set_new (args, "dry_run", json_true ());
+        else
+        if (admin == MX_ADMIN_REPLAY && strcmp (arg, "--yes") == 0)
+            json_object_set_new (args, "yes", json_true ());
+        else
+        if (admin == MX_ADMIN_CUTOVER && arg [0] != '-' && !json_object_get (args, "watermark"))
+            json_object_set_new (args, "watermark", json_string (arg));
+        else {
+            fprintf (stderr, "msgxctl: %s: unexpected argument '%s'\n", mx_admin_verb (admin), arg);
+            json_decref (ids);
+            return -1;
+        }
+    }
+    if (ids) {
+        if (json_array_size (ids) == 0) {
+            fprintf (stderr, "msgxctl: replay: --id needs at least one message ID\n");
+            json_decref (ids);
+            return -1;
+        }
+        json_object_set_new (args, "ids", ids);
+    }
+    if (admin == MX_ADMIN_REPLAY && !!json_object_get (args, "class") == !!json_object_get (args, "ids")) {
+        fprintf (stderr, "msgxctl: replay needs exactly one of --class C or --id N...\n");
+        return -1;
+    }
+    if (admin == MX_ADMIN_CUTOVER && !json_object_get (args, "watermark")) {
+        fprintf (stderr, "msgxctl: cutover needs a watermark: min, zero, max or an ID\n");
+        return -1;
+    }
+    return 0;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -223,17 +325,21 @@ main (int argc, char **argv)
         s_usage (stderr);
         return EXIT_USAGE;
     }
-    for (; optind < argc; optind++) {
-        if (strcmp (argv [optind], "--json") == 0)
-            json_out = true;
-        else {
-            fprintf (stderr, "msgxctl: %s: unexpected argument '%s'\n", verb, argv [optind]);
-            return EXIT_USAGE;
-        }
+    json_t *args = json_object ();
+    if (s_parse_args (admin, argc - optind, argv + optind, args, &json_out)) {
+        json_decref (args);
+        return EXIT_USAGE;
     }
+    //  Who asked, for the audit log (the admin socket is private to the
+    //  daemon's user, so this is the peer's own account).
+    struct passwd *account = getpwuid (getuid ());
+    json_object_set_new (args, "os_user", json_string (account ? account->pw_name : "unknown"));
+    char *args_text = json_dumps (args, JSON_COMPACT);
+    json_decref (args);
     zsys_handler_set (NULL);
     char *reply = NULL;
-    int code = s_call (endpoint, timeout_ms, verb, &reply);
+    int code = s_call (endpoint, timeout_ms, verb, args_text, &reply);
+    free (args_text);
     if (code == 0) {
         json_error_t error;
         json_t *payload = json_loads (reply, 0, &error);
@@ -241,6 +347,9 @@ main (int argc, char **argv)
             fprintf (stderr, "msgxctl: daemon sent invalid JSON: %s\n", error.text);
             code = EXIT_UNREACHABLE;
         }
+        else
+        if (admin == MX_ADMIN_REPLAY && !json_out)
+            s_print_replay (payload);
         else
         if (json_out || admin != MX_ADMIN_STATUS) {
             char *text = json_dumps (payload, JSON_INDENT (2) | JSON_PRESERVE_ORDER);

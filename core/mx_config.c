@@ -1145,6 +1145,26 @@ s_check_mysql_timeout (const mx_config_t *self, zlist_t *errors, int idx)
         s_problem (self, errors, idx, "must be whole seconds, at least 1s");
 }
 
+//  An offset, never a zone name: named zones need the server's time zone
+//  tables and have DST gaps where DATETIME values are ambiguous. The text
+//  is bound as a value, so the strict form only guards against typos.
+static void
+s_check_mysql_time_zone (const mx_config_t *self, zlist_t *errors)
+{
+    const char *zone = self->mailbox_shared_mysql_time_zone;
+    bool valid = strlen (zone) == 6 && (zone [0] == '+' || zone [0] == '-')
+              && isdigit ((unsigned char) zone [1]) && isdigit ((unsigned char) zone [2])
+              && zone [3] == ':'
+              && isdigit ((unsigned char) zone [4]) && isdigit ((unsigned char) zone [5]);
+    if (!valid)
+        s_problem (self, errors, S_IDX (mailbox_shared_mysql_time_zone),
+                   "expected an offset from UTC as +HH:MM or -HH:MM, e.g. +08:00");
+    else
+    if ((zone [1] - '0') * 10 + (zone [2] - '0') > 14 || zone [4] > '5')
+        s_problem (self, errors, S_IDX (mailbox_shared_mysql_time_zone),
+                   "offset out of range (hours 00..14, minutes 00..59)");
+}
+
 int
 mx_config_validate (const mx_config_t *self, zlist_t *errors)
 {
@@ -1261,6 +1281,7 @@ mx_config_validate (const mx_config_t *self, zlist_t *errors)
     s_check_mysql_timeout (self, problems, S_IDX (mailbox_shared_mysql_connect_timeout));
     s_check_mysql_timeout (self, problems, S_IDX (mailbox_shared_mysql_read_timeout));
     s_check_mysql_timeout (self, problems, S_IDX (mailbox_shared_mysql_write_timeout));
+    s_check_mysql_time_zone (self, problems);
     if (self->mailbox_shared_mysql_enabled) {
         if (*self->mailbox_shared_mysql_database == '\0')
             s_problem (self, problems, S_IDX (mailbox_shared_mysql_database),

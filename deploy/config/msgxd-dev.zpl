@@ -101,6 +101,7 @@ mailbox
         connect-timeout = 5s                # whole seconds
         read-timeout = 30s
         write-timeout = 30s
+        time-zone = +08:00                  # session time zone of the mailbox DATETIME columns
     processed-value = PROCESSED             # processed mark written into CMINMSGS
     outbound
         routing-rqfd = MSGXRQFD             # COUTMSGS ROUTINGID of schedule requests

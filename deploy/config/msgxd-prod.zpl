@@ -104,6 +104,7 @@ mailbox
         connect-timeout = 5s
         read-timeout = 30s
         write-timeout = 30s
+        time-zone = +08:00                  # session time zone of the mailbox DATETIME columns
     processed-value = PROCESSED             # a value the mailbox owner accepts
     outbound
         routing-rqfd = MSGXRQFD

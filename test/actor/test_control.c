@@ -142,9 +142,9 @@ s_recording_actor (zsock_t *pipe, void *args)
 }
 
 static const mx_actor_def_t s_children [] = {
-    { "alpha", s_recording_actor },
-    { "beta", s_recording_actor },
-    { "gamma", s_recording_actor },
+    { "alpha", s_recording_actor, false },
+    { "beta", s_recording_actor, false },
+    { "gamma", s_recording_actor, false },
 };
 
 //  ---------------------------------------------------------------------
@@ -300,8 +300,8 @@ test_standby_takes_over_when_active_goes (void **state)
     fixture_t *fx = *state;
     mx_config_t *config_a = s_config (fx, "a", NULL);
     mx_config_t *config_b = s_config (fx, "b", NULL);
-    const mx_actor_def_t only_alpha [] = { { "alpha", s_recording_actor } };
-    const mx_actor_def_t only_beta [] = { { "beta", s_recording_actor } };
+    const mx_actor_def_t only_alpha [] = { { "alpha", s_recording_actor, false } };
+    const mx_actor_def_t only_beta [] = { { "beta", s_recording_actor, false } };
     mx_control_args_t args_a = { config_a, fx->clock, only_alpha, 1, NULL };
     mx_control_args_t args_b = { config_b, fx->clock, only_beta, 1, NULL };
 

@@ -20,6 +20,9 @@
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <setjmp.h>
 #include <cmocka.h>
@@ -631,4 +634,19 @@ mx_testenv_rmtree (const char *dir)
     //  Guard against an empty or root path from a broken caller.
     assert (*dir && strcmp (dir, "/") != 0);
     nftw (dir, s_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int
+mx_testenv_free_port (void)
+{
+    int fd = socket (AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        s_fail ("socket: %s", strerror (errno));
+    struct sockaddr_in addr = { .sin_family = AF_INET };
+    addr.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+    socklen_t length = sizeof addr;
+    if (bind (fd, (struct sockaddr *) &addr, sizeof addr) || getsockname (fd, (struct sockaddr *) &addr, &length))
+        s_fail ("cannot find a free port: %s", strerror (errno));
+    close (fd);
+    return ntohs (addr.sin_port);
 }

@@ -103,6 +103,10 @@ char *
 void
     mx_testenv_rmtree (const char *dir);
 
+//  A loopback TCP port nobody uses now: bound to port 0, then released.
+int
+    mx_testenv_free_port (void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -63,6 +63,7 @@ s_env (fixture_t *fx, const char *name, env_t *env)
     env->vars [1] = zsys_sprintf ("MSGX_ADMIN_ENDPOINT=ipc://%s/%s.sock", fx->dir, name);
     env->vars [2] = strdup ("MSGX_PIPELINE_AUTOSTART=true");
     env->vars [3] = strdup ("MSGX_PROFILE=dev");
+    env->vars [4] = zsys_sprintf ("MSGX_HTTP_BIND=127.0.0.1:%d", mx_testenv_free_port ());
 }
 
 static void

@@ -1,0 +1,657 @@
+/*  mx_http - see mx_http.h.  */
+#include "mx_http.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <libpq-fe.h>
+#include <microhttpd.h>
+
+#include "mx_log.h"
+#include "mx_mailbox.h"
+#include "mx_pg.h"
+#include "mx_procstate.h"
+
+#define S_PATH_SEND "/cminmsgs/send"
+
+//  Per-connection bounds: idle seconds before MHD drops a connection, open
+//  connections, and MHD's per-connection memory pool (request line and
+//  headers must fit in it).
+#define S_CONNECTION_TIMEOUT_S 10u
+#define S_CONNECTION_LIMIT     64u
+#define S_CONNECTION_MEMORY    ((size_t) 32 * 1024)
+
+//  CMINMSGS_CLOB_MSG is a MEDIUMTEXT: a larger body could never be stored.
+#define S_MEDIUMTEXT_MAX ((size_t) 16777215)
+//  Bodies of all requests together may hold this many maximal bodies.
+#define S_BUDGET_BODIES 4
+//  First buffer of a body of unknown length (chunked).
+#define S_FIRST_BUFFER ((size_t) 64 * 1024)
+//  Bytes of a refused body still read (and dropped) so the client gets its
+//  answer; beyond this the connection is cut.
+#define S_DRAIN_LIMIT ((size_t) 1024 * 1024)
+
+//  Refusals are counted per status code (metrics come from these later).
+static const unsigned int s_status_codes [] = { 400, 404, 405, 413, 415, 503 };
+#define S_STATUS_COUNT (sizeof s_status_codes / sizeof s_status_codes [0])
+
+typedef struct {
+    uint64_t accepted;
+    uint64_t rejected [S_STATUS_COUNT];     //  by s_status_codes
+    uint64_t cut_off;                       //  closed while a refused body kept coming
+    uint64_t procstate_failed;              //  stored in the mailbox, proc_state row missing
+} s_counts_t;
+
+typedef struct {
+    zsock_t *pipe;
+    const mx_actor_args_t *args;
+    const mx_config_t *config;
+    const char *name;
+    bool terminated;
+    struct MHD_Daemon *daemon;
+    int epoll_fd;
+    size_t max_body;                //  bytes of one body
+    size_t budget;                  //  bytes of all bodies held at once
+    size_t buffered;                //  bytes allocated to bodies now
+    mx_mailbox_t *mailbox;
+    PGconn *pg;                     //  lazily (re)connected
+    s_counts_t counts;
+} s_http_t;
+
+//  One request being received (MHD's per-request pointer).
+typedef struct {
+    char *body;
+    size_t size;
+    size_t capacity;
+    size_t expected;                //  Content-Length, 0 if unknown
+    unsigned int status;            //  refusal decided while the body arrived; 0 = none
+    char *reason;
+    size_t dropped;                 //  body bytes read and dropped after the refusal
+} s_request_t;
+
+//  ---------------------------------------------------------------------
+//  Answers
+
+static void
+s_peer (struct MHD_Connection *connection, char *buf, size_t size)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info (connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    snprintf (buf, size, "unknown");
+    if (!info || !info->client_addr)
+        return;
+    socklen_t length = info->client_addr->sa_family == AF_INET6
+                     ? sizeof (struct sockaddr_in6) : sizeof (struct sockaddr_in);
+    char host [NI_MAXHOST], port [NI_MAXSERV];
+    if (getnameinfo (info->client_addr, length, host, sizeof host, port, sizeof port,
+                     NI_NUMERICHOST | NI_NUMERICSERV) == 0)
+        snprintf (buf, size, strchr (host, ':') ? "[%s]:%s" : "%s:%s", host, port);
+}
+
+static enum MHD_Result
+s_respond (struct MHD_Connection *connection, unsigned int status, const char *text)
+{
+    struct MHD_Response *response =
+        MHD_create_response_from_buffer (strlen (text), (void *) text, MHD_RESPMEM_MUST_COPY);
+    if (!response)
+        return MHD_NO;
+    MHD_add_response_header (response, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+        MHD_add_response_header (response, MHD_HTTP_HEADER_ALLOW, MHD_HTTP_METHOD_POST);
+    enum MHD_Result rc = MHD_queue_response (connection, status, response);
+    MHD_destroy_response (response);
+    return rc;
+}
+
+static void
+s_count_rejection (s_http_t *self, unsigned int status)
+{
+    for (size_t i = 0; i < S_STATUS_COUNT; i++)
+        if (s_status_codes [i] == status) {
+            self->counts.rejected [i]++;
+            return;
+        }
+    assert (!"http: rejection with a status that is not counted");
+}
+
+//  Answers status with reason as one text/plain line; counted and logged.
+static enum MHD_Result
+s_reject (s_http_t *self, struct MHD_Connection *connection, unsigned int status,
+          const char *reason)
+{
+    s_count_rejection (self, status);
+    char peer [NI_MAXHOST + NI_MAXSERV + 2];
+    s_peer (connection, peer, sizeof peer);
+    json_t *fields = json_pack ("{s:i,s:s}", "status", (int) status, "peer", peer);
+    mx_log_emit (MX_LOG_WARN, self->name, fields, "compat entry refused with %u: %s",
+                 status, reason);
+    char *line = zsys_sprintf ("%s\n", reason);
+    enum MHD_Result rc = s_respond (connection, status, line);
+    free (line);
+    return rc;
+}
+
+static enum MHD_Result
+s_rejectf (s_http_t *self, struct MHD_Connection *connection, unsigned int status,
+           const char *fmt, ...) __attribute__ ((format (printf, 4, 5)));
+
+static enum MHD_Result
+s_rejectf (s_http_t *self, struct MHD_Connection *connection, unsigned int status,
+           const char *fmt, ...)
+{
+    va_list args;
+    va_start (args, fmt);
+    char *reason = zsys_vprintf (fmt, args);
+    va_end (args);
+    enum MHD_Result rc = s_reject (self, connection, status, reason);
+    free (reason);
+    return rc;
+}
+
+//  ---------------------------------------------------------------------
+//  Request checks
+
+//  Offset of the first byte that breaks UTF-8 (overlong forms, surrogates
+//  and code points above U+10FFFF included), or size if the text is valid.
+static size_t
+s_utf8_invalid_at (const unsigned char *text, size_t size)
+{
+    size_t at = 0;
+    while (at < size) {
+        unsigned char lead = text [at];
+        if (lead < 0x80) {
+            at++;
+            continue;
+        }
+        size_t length;
+        uint32_t code, least;
+        if (lead >= 0xC2 && lead <= 0xDF) {
+            length = 2; code = lead & 0x1F; least = 0x80;
+        }
+        else
+        if (lead >= 0xE0 && lead <= 0xEF) {
+            length = 3; code = lead & 0x0F; least = 0x800;
+        }
+        else
+        if (lead >= 0xF0 && lead <= 0xF4) {
+            length = 4; code = lead & 0x07; least = 0x10000;
+        }
+        else
+            return at;
+        if (size - at < length)
+            return at;
+        for (size_t k = 1; k < length; k++) {
+            if ((text [at + k] & 0xC0) != 0x80)
+                return at;
+            code = (code << 6) | (text [at + k] & 0x3F);
+        }
+        if (code < least || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF))
+            return at;
+        at += length;
+    }
+    return size;
+}
+
+//  [*start, *end) without surrounding blanks.
+static void
+s_trim (const char **start, const char **end)
+{
+    while (*start < *end && (**start == ' ' || **start == '\t'))
+        (*start)++;
+    while (*end > *start && ((*end) [-1] == ' ' || (*end) [-1] == '\t'))
+        (*end)--;
+}
+
+//  Any text type or application/xml, charset (if any) utf-8. Returns 0, or -1 with
+//  *why set (malloc'd).
+static int
+s_check_media_type (const char *value, char **why)
+{
+    if (!value || !*value) {
+        *why = strdup ("missing Content-Type: send the raw XML as application/xml or text/xml, charset utf-8");
+        return -1;
+    }
+    const char *type = value;
+    const char *type_end = strchr (value, ';');
+    if (!type_end)
+        type_end = value + strlen (value);
+    s_trim (&type, &type_end);
+    int type_length = (int) (type_end - type);
+    bool xml = type_length == 15 && strncasecmp (type, "application/xml", 15) == 0;
+    bool text = type_length > 5 && strncasecmp (type, "text/", 5) == 0;
+    for (const char *scan = type + 5; text && scan < type_end; scan++)
+        text = *scan != '/' && *scan != ' ' && *scan != '\t';
+    if (!xml && !text) {
+        *why = zsys_sprintf ("unsupported media type '%.*s': send the raw XML as application/xml or text/*",
+                             type_length > 64 ? 64 : type_length, type);
+        return -1;
+    }
+    const char *next = *type_end == ';' ? type_end + 1 : NULL;
+    while (next) {
+        const char *name = next;
+        const char *end = strchr (next, ';');
+        next = end ? end + 1 : NULL;
+        if (!end)
+            end = name + strlen (name);
+        const char *equals = memchr (name, '=', (size_t) (end - name));
+        if (!equals)
+            continue;
+        const char *name_end = equals;
+        s_trim (&name, &name_end);
+        if (name_end - name != 7 || strncasecmp (name, "charset", 7) != 0)
+            continue;
+        const char *charset = equals + 1;
+        s_trim (&charset, &end);
+        if (end - charset >= 2 && *charset == '"' && end [-1] == '"') {
+            charset++;
+            end--;
+        }
+        int length = (int) (end - charset);
+        if (length != 5 || strncasecmp (charset, "utf-8", 5) != 0) {
+            *why = zsys_sprintf ("unsupported charset '%.*s': the body must be utf-8",
+                                 length > 64 ? 64 : length, charset);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+//  ---------------------------------------------------------------------
+//  The compat entry
+
+//  Registers the PENDING proc_state row. A failure is only logged: the
+//  mailbox row exists, and ingress registers it when it polls.
+static void
+s_register (s_http_t *self, int64_t id, int64_t received_ms, int64_t now_ms)
+{
+    char *error = NULL;
+    if (!self->pg)
+        self->pg = mx_pg_connect (self->config->pg_conninfo, "msgxd-http",
+                                  self->config->pg_statement_timeout, &error);
+    if (self->pg && mx_procstate_insert_compat (self->pg, id, received_ms, now_ms, &error) == 0)
+        return;
+    self->counts.procstate_failed++;
+    json_t *fields = json_pack ("{s:I}", "msg_id", (json_int_t) id);
+    mx_log_emit (MX_LOG_WARN, self->name, fields,
+                 "mailbox row %" PRId64 " stored but its proc_state row was not: %s;"
+                 " ingress registers it when it polls", id, error ? error : "unknown error");
+    free (error);
+    if (self->pg && mx_pg_is_connection_error (self->pg))
+        mx_pg_disconnect (&self->pg);
+}
+
+static enum MHD_Result
+s_send (s_http_t *self, struct MHD_Connection *connection, s_request_t *request)
+{
+    if (request->size == 0)
+        return s_reject (self, connection, MHD_HTTP_BAD_REQUEST,
+                         "empty body: POST the raw XML message");
+    size_t bad = s_utf8_invalid_at ((const unsigned char *) request->body, request->size);
+    if (bad < request->size)
+        return s_rejectf (self, connection, MHD_HTTP_BAD_REQUEST,
+                          "body is not valid UTF-8 (byte %zu of %zu)", bad, request->size);
+
+    int64_t now = mx_clock_now (self->args->clock);
+    //  DATE_RECEIVED holds whole seconds; proc_state copies what the
+    //  mailbox says, as it does for polled rows.
+    int64_t received = now - now % 1000;
+    int64_t id = 0;
+    char *error = NULL;
+    if (mx_mailbox_insert (self->mailbox, request->body, request->size, received, &id, &error)) {
+        enum MHD_Result rc;
+        if (error && strncmp (error, "shadow mode:", 12) == 0)
+            rc = s_reject (self, connection, MHD_HTTP_SERVICE_UNAVAILABLE, error);
+        else
+            rc = s_rejectf (self, connection, MHD_HTTP_SERVICE_UNAVAILABLE,
+                            "mailbox unavailable: %s", error ? error : "unknown error");
+        free (error);
+        return rc;
+    }
+    s_register (self, id, received, now);
+    self->counts.accepted++;
+    json_t *fields = json_pack ("{s:I,s:I}", "msg_id", (json_int_t) id,
+                                "bytes", (json_int_t) request->size);
+    mx_log_emit (MX_LOG_INFO, self->name, fields, "compat entry stored message %" PRId64, id);
+    char text [MX_PG_INT64_BUFSIZE];
+    return s_respond (connection, MHD_HTTP_OK, mx_pg_int64_text (id, text));
+}
+
+//  Gives up the body: from now on its bytes are dropped, and the request
+//  ends with status.
+static void
+s_refuse_body (s_http_t *self, s_request_t *request, unsigned int status, char *reason)
+{
+    assert (!request->status);
+    request->status = status;
+    request->reason = reason;
+    self->buffered -= request->capacity;
+    free (request->body);
+    request->body = NULL;
+    request->size = request->capacity = 0;
+}
+
+static void
+s_append (s_http_t *self, s_request_t *request, const char *data, size_t size)
+{
+    if (size > self->max_body - request->size) {
+        s_refuse_body (self, request, MHD_HTTP_CONTENT_TOO_LARGE,
+                       zsys_sprintf ("body larger than the limit of %zu bytes (msgx.http.max-body-bytes)",
+                                     self->max_body));
+        return;
+    }
+    if (request->size + size > request->capacity) {
+        size_t want = request->capacity ? request->capacity * 2
+                    : request->expected ? request->expected : S_FIRST_BUFFER;
+        if (want < request->size + size)
+            want = request->size + size;
+        if (want > self->max_body)
+            want = self->max_body;
+        char *body = NULL;
+        if (self->buffered - request->capacity + want <= self->budget)
+            body = (char *) realloc (request->body, want);
+        if (!body) {
+            s_refuse_body (self, request, MHD_HTTP_SERVICE_UNAVAILABLE,
+                           strdup ("busy: too many large bodies in flight, retry later"));
+            return;
+        }
+        self->buffered += want - request->capacity;
+        request->body = body;
+        request->capacity = want;
+    }
+    memcpy (request->body + request->size, data, size);
+    request->size += size;
+}
+
+//  MHD calls this once when the headers are in, once per piece of body,
+//  and once when the request is complete.
+static enum MHD_Result
+s_access (void *cls, struct MHD_Connection *connection, const char *url,
+          const char *method, const char *version, const char *upload_data,
+          size_t *upload_data_size, void **request_p)
+{
+    s_http_t *self = (s_http_t *) cls;
+    s_request_t *request = (s_request_t *) *request_p;
+
+    if (!request) {
+        //  Headers only. Refusing now means MHD never reads the body.
+        if (strcmp (url, S_PATH_SEND) != 0)
+            return s_rejectf (self, connection, MHD_HTTP_NOT_FOUND,
+                              "no such path '%.128s': the compat entry is POST " S_PATH_SEND, url);
+        if (strcmp (method, MHD_HTTP_METHOD_POST) != 0)
+            return s_rejectf (self, connection, MHD_HTTP_METHOD_NOT_ALLOWED,
+                              "method %.16s not allowed on " S_PATH_SEND ": use POST", method);
+        char *why = NULL;
+        const char *type = MHD_lookup_connection_value (connection, MHD_HEADER_KIND,
+                                                        MHD_HTTP_HEADER_CONTENT_TYPE);
+        if (s_check_media_type (type, &why)) {
+            enum MHD_Result rc = s_reject (self, connection, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, why);
+            free (why);
+            return rc;
+        }
+        const char *length_text = MHD_lookup_connection_value (connection, MHD_HEADER_KIND,
+                                                               MHD_HTTP_HEADER_CONTENT_LENGTH);
+        size_t expected = 0;
+        if (length_text) {
+            //  MHD has already refused a malformed Content-Length.
+            errno = 0;
+            unsigned long long length = strtoull (length_text, NULL, 10);
+            if (errno == ERANGE || length > self->max_body)
+                return s_rejectf (self, connection, MHD_HTTP_CONTENT_TOO_LARGE,
+                                  "body of %.24s bytes is larger than the limit of %zu bytes"
+                                  " (msgx.http.max-body-bytes)", length_text, self->max_body);
+            expected = (size_t) length;
+        }
+        if (!self->config->mailbox_shared_mysql_enabled)
+            return s_reject (self, connection, MHD_HTTP_SERVICE_UNAVAILABLE,
+                             "mailbox disabled (mailbox.shared-mysql.enabled = false)");
+        if (self->config->shadow)
+            return s_reject (self, connection, MHD_HTTP_SERVICE_UNAVAILABLE,
+                             "shadow mode: msgx.shadow = true forbids writing to the shared mailbox");
+        request = (s_request_t *) calloc (1, sizeof *request);
+        if (!request)
+            return MHD_NO;
+        request->expected = expected;
+        *request_p = request;
+        return MHD_YES;
+    }
+
+    if (*upload_data_size > 0) {
+        //  MHD cannot answer while the body is still arriving: a refused
+        //  body is read and dropped, up to S_DRAIN_LIMIT, then cut off.
+        size_t size = *upload_data_size;
+        *upload_data_size = 0;
+        if (!request->status)
+            s_append (self, request, upload_data, size);
+        else {
+            request->dropped += size;
+            if (request->dropped > S_DRAIN_LIMIT) {
+                self->counts.cut_off++;
+                mx_log_emit (MX_LOG_WARN, self->name, NULL,
+                             "compat entry: connection closed, its refused body kept coming (%s)",
+                             request->reason);
+                return MHD_NO;
+            }
+        }
+        return MHD_YES;
+    }
+
+    //  Complete.
+    if (request->status)
+        return s_reject (self, connection, request->status, request->reason);
+    return s_send (self, connection, request);
+}
+
+static void
+s_completed (void *cls, struct MHD_Connection *connection, void **request_p,
+             enum MHD_RequestTerminationCode code)
+{
+    s_http_t *self = (s_http_t *) cls;
+    s_request_t *request = (s_request_t *) *request_p;
+    if (!request)
+        return;
+    self->buffered -= request->capacity;
+    free (request->body);
+    free (request->reason);
+    free (request);
+    *request_p = NULL;
+}
+
+static void
+s_mhd_log (void *cls, const char *fmt, va_list args) __attribute__ ((format (printf, 2, 0)));
+
+static void
+s_mhd_log (void *cls, const char *fmt, va_list args)
+{
+    s_http_t *self = (s_http_t *) cls;
+    char line [512];
+    vsnprintf (line, sizeof line, fmt, args);
+    size_t length = strlen (line);
+    while (length > 0 && (line [length - 1] == '\n' || line [length - 1] == ' '))
+        line [--length] = '\0';
+    //  Mostly clients going away mid-request: worth a line, not an alarm.
+    mx_log_emit (MX_LOG_INFO, self->name, NULL, "libmicrohttpd: %s", line);
+}
+
+//  ---------------------------------------------------------------------
+//  Listening
+
+//  A listening socket on host:port (host may be [ipv6]), or -1 with *error.
+static int
+s_listen_socket (const char *bind_text, char **error)
+{
+    const char *colon = strrchr (bind_text, ':');
+    assert (colon);                     //  mx_config_validate checked host:port
+    const char *host = bind_text;
+    size_t host_length = (size_t) (colon - bind_text);
+    if (host_length >= 2 && host [0] == '[' && host [host_length - 1] == ']') {
+        host++;
+        host_length -= 2;
+    }
+    char *host_text = strndup (host, host_length);
+    struct addrinfo hints = { .ai_flags = AI_PASSIVE | AI_NUMERICSERV, .ai_socktype = SOCK_STREAM };
+    struct addrinfo *found = NULL;
+    int rc = getaddrinfo (host_text, colon + 1, &hints, &found);
+    free (host_text);
+    if (rc) {
+        *error = zsys_sprintf ("cannot listen on %s: %s", bind_text, gai_strerror (rc));
+        return -1;
+    }
+    int fd = socket (found->ai_family, found->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                     found->ai_protocol);
+    int on = 1;
+    if (fd < 0
+    ||  setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on)
+    ||  bind (fd, found->ai_addr, found->ai_addrlen)
+    ||  listen (fd, SOMAXCONN)) {
+        *error = zsys_sprintf ("cannot listen on %s: %s", bind_text, strerror (errno));
+        if (fd >= 0)
+            close (fd);
+        fd = -1;
+    }
+    freeaddrinfo (found);
+    return fd;
+}
+
+static int
+s_start (s_http_t *self, char **error)
+{
+    const char *bind_text = self->config->http_bind;
+    int fd = s_listen_socket (bind_text, error);
+    if (fd < 0)
+        return -1;
+    //  No internal threads: MHD runs only inside MHD_run, in this thread.
+    //  The logger comes first so MHD never writes plain text to stderr.
+    self->daemon = MHD_start_daemon (MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0,
+        NULL, NULL, s_access, self,
+        MHD_OPTION_EXTERNAL_LOGGER, (MHD_LogCallback) s_mhd_log, self,
+        MHD_OPTION_LISTEN_SOCKET, (MHD_socket) fd,
+        MHD_OPTION_CONNECTION_TIMEOUT, S_CONNECTION_TIMEOUT_S,
+        MHD_OPTION_CONNECTION_LIMIT, S_CONNECTION_LIMIT,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, S_CONNECTION_MEMORY,
+        MHD_OPTION_NOTIFY_COMPLETED, (MHD_RequestCompletedCallback) s_completed, self,
+        MHD_OPTION_END);
+    if (!self->daemon) {
+        //  The socket is not closed here: MHD may have closed it already.
+        *error = zsys_sprintf ("cannot start the HTTP server on %s (libmicrohttpd refused its options)",
+                               bind_text);
+        return -1;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info (self->daemon, MHD_DAEMON_INFO_EPOLL_FD);
+    assert (info);
+    self->epoll_fd = info->epoll_fd;
+    return 0;
+}
+
+static void
+s_stop (s_http_t *self)
+{
+    if (self->daemon) {
+        MHD_stop_daemon (self->daemon);
+        self->daemon = NULL;
+        s_counts_t *counts = &self->counts;
+        mx_log_emit (MX_LOG_INFO, self->name, NULL,
+                     "stopped; compat entry accepted %" PRIu64 ", refused 400:%" PRIu64
+                     " 404:%" PRIu64 " 405:%" PRIu64 " 413:%" PRIu64 " 415:%" PRIu64
+                     " 503:%" PRIu64 ", cut off %" PRIu64 ", proc_state failures %" PRIu64,
+                     counts->accepted, counts->rejected [0], counts->rejected [1],
+                     counts->rejected [2], counts->rejected [3], counts->rejected [4],
+                     counts->rejected [5], counts->cut_off, counts->procstate_failed);
+    }
+    assert (self->buffered == 0);
+}
+
+//  ---------------------------------------------------------------------
+//  Actor
+
+static void
+s_handle_pipe (s_http_t *self)
+{
+    zmsg_t *rest = NULL;
+    mx_cmd_t cmd = mx_cmd_recv (self->pipe, &rest);
+    if (!rest) {
+        self->terminated = true;        //  interrupted
+        return;
+    }
+    switch (cmd) {
+        case MX_CMD_TERM:
+            self->terminated = true;
+            break;
+        case MX_CMD_START: {
+            mx_cmd_done (&rest);
+            char *error = NULL;
+            if (s_start (self, &error)) {
+                mx_log_emit (MX_LOG_ERROR, self->name, NULL, "%s", error);
+                mx_actor_reply_failed (self->pipe, error);
+                free (error);
+                mx_actor_wait_term (self->pipe);
+                self->terminated = true;
+                return;
+            }
+            char *detail = zsys_sprintf ("listening on %s (POST " S_PATH_SEND ")",
+                                         self->config->http_bind);
+            mx_actor_reply_started (self->pipe, detail);
+            free (detail);
+            return;
+        }
+        case MX_CMD_PAUSE:
+        case MX_CMD_RESUME:
+            break;                      //  nothing to pause here
+        default:
+            assert (!"http: unexpected command on its pipe");
+    }
+    mx_cmd_done (&rest);
+}
+
+void
+mx_http_actor (zsock_t *pipe, void *args)
+{
+    s_http_t self_s = { 0 };
+    s_http_t *self = &self_s;
+    self->pipe = pipe;
+    self->args = (const mx_actor_args_t *) args;
+    self->config = self->args->config;
+    self->name = self->args->name ? self->args->name : "http";
+    self->epoll_fd = -1;
+    self->max_body = (size_t) self->config->http_max_body_bytes;
+    if (self->max_body > S_MEDIUMTEXT_MAX)
+        self->max_body = S_MEDIUMTEXT_MAX;
+    self->budget = S_BUDGET_BODIES * self->max_body;
+    self->mailbox = mx_mailbox_new (self->config);
+    zsock_signal (pipe, 0);
+
+    while (!self->terminated) {
+        zmq_pollitem_t items [2] = {
+            { zsock_resolve (self->pipe), 0, ZMQ_POLLIN, 0 },
+            { NULL, self->epoll_fd, ZMQ_POLLIN, 0 }
+        };
+        int count = self->daemon ? 2 : 1;
+        long timeout = -1;
+        MHD_UNSIGNED_LONG_LONG mhd_timeout = 0;
+        if (self->daemon && MHD_get_timeout (self->daemon, &mhd_timeout) == MHD_YES)
+            timeout = mhd_timeout > INT_MAX ? INT_MAX : (long) mhd_timeout;
+        if (zmq_poll (items, count, timeout) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (items [0].revents & ZMQ_POLLIN) {
+            s_handle_pipe (self);
+            if (self->terminated)
+                break;
+        }
+        //  Also on a timeout: MHD then expires idle connections.
+        if (self->daemon)
+            MHD_run (self->daemon);
+    }
+    s_stop (self);
+    mx_pg_disconnect (&self->pg);
+    mx_mailbox_destroy (&self->mailbox);
+}

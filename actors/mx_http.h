@@ -1,0 +1,33 @@
+/*  mx_http - the http actor: the compat entry POST /cminmsgs/send
+    (../shared/spec/SPEC.md §3.1).
+
+    libmicrohttpd runs inside the actor's own thread (MHD_USE_EPOLL, no
+    internal threads): its epoll fd sits in the actor's zmq_poll loop next
+    to the pipe. Listens on msgx.http.bind. Connections are bounded in
+    number, memory and idle time, and bodies in size, so slow or hostile
+    clients cannot starve others or exhaust memory.
+
+    POST /cminmsgs/send takes the raw XML (any text type or application/xml,
+    UTF-8), inserts it into CMINMSGS (STATUS 'VALID', DATE_RECEIVED now),
+    then the PENDING proc_state row (source compat), and answers 200
+    text/plain with the new ID. Refusals answer one text/plain line:
+    400 empty or not UTF-8, 404 unknown path, 405 other method, 413 too
+    large, 415 media type or charset, 503 mailbox disabled, unreachable or
+    shadow mode (nothing written). A failed proc_state insert is only
+    logged: polling registers the row later. Both writes run inside the
+    actor's loop, so a slow mailbox or PostgreSQL delays other HTTP clients
+    by at most their configured timeouts.
+
+    Start-up follows mx_actor.h: args is an mx_actor_args_t *; START binds
+    (START_FAILED names the address and the reason), "$TERM" stops.
+    PAUSE and RESUME are ignored.
+*/
+#ifndef MX_HTTP_H_INCLUDED
+#define MX_HTTP_H_INCLUDED
+
+#include "mx_actor.h"
+
+void
+    mx_http_actor (zsock_t *pipe, void *args);
+
+#endif

@@ -1,0 +1,269 @@
+/*  mx_ingress - the actor around mx_inbox: polls every poll-interval (at
+    once again while batches come back full), checks released holes every
+    late-detect-period, seeds W on cutover, and tells control when W moved
+    so the pump looks at the head at once. An unreadable mailbox is an
+    infrastructure failure, never "no new messages": W stays.
+*/
+#include "mx_ingress.h"
+
+#include <assert.h>
+
+#include "mx_inbox.h"
+#include "mx_log.h"
+
+#define ACTOR "ingress"
+
+typedef struct {
+    zsock_t *pipe;
+    const mx_actor_args_t *args;
+    const mx_config_t *config;
+    mx_clock_t *clock;
+    zsock_t *ticks;
+    bool terminated;
+    bool paused;
+    mx_inbox_t *inbox;
+    int64_t next_poll;
+    int64_t next_late_check;
+    char *last_problem;         //  logged once until it changes
+    int64_t reported_hole;      //  hole position already logged
+    uint64_t holes_released;
+    uint64_t late_detected;
+} s_ingress_t;
+
+//  A failure is logged once per distinct text, so an outage is one line.
+static void
+s_problem (s_ingress_t *self, char *error)
+{
+    if (!self->last_problem || strcmp (self->last_problem, error) != 0)
+        mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:s}", "error_class", "INFRA"), "%s; retrying", error);
+    free (self->last_problem);
+    self->last_problem = error;
+}
+
+static bool
+s_poll (s_ingress_t *self)
+{
+    mx_inbox_round_t round;
+    char *error = NULL;
+    if (mx_inbox_round (self->inbox, mx_clock_now (self->clock), &round, &error)) {
+        s_problem (self, error);
+        return false;
+    }
+    if (self->last_problem) {
+        mx_info (ACTOR, "recovered: %s", "mailbox and PostgreSQL readable again");
+        free (self->last_problem);
+        self->last_problem = NULL;
+    }
+    if (round.released) {
+        self->holes_released++;
+        mx_log_emit (MX_LOG_WARN, ACTOR,
+                     json_pack ("{s:I,s:I}", "id_from", (json_int_t) round.released_from,
+                                "id_to", (json_int_t) round.released_to),
+                     "hole %" PRId64 "..%" PRId64 " aged out after %" PRId64 " ms: released, W jumps over it",
+                     round.released_from, round.released_to, self->config->pipeline_max_commit_delay);
+    }
+    if (round.hole_since >= 0 && self->reported_hole != round.w + 1) {
+        self->reported_hole = round.w + 1;
+        mx_log_emit (MX_LOG_INFO, ACTOR, json_pack ("{s:I}", "w", (json_int_t) round.w),
+                     "hole at %" PRId64 ": W waits for it (at most %" PRId64 " ms)",
+                     round.w + 1, self->config->pipeline_max_commit_delay);
+    }
+    if (round.w != round.w_before) {
+        mx_log_emit (MX_LOG_DEBUG, ACTOR, json_pack ("{s:I,s:i}", "w", (json_int_t) round.w, "enqueued", round.enqueued),
+                     "W %" PRId64 " -> %" PRId64, round.w_before, round.w);
+        mx_cmd_send (self->pipe, MX_CMD_W_MOVED, (uint64_t) round.w);
+    }
+    return round.again;
+}
+
+static void
+s_late_check (s_ingress_t *self)
+{
+    int detected = 0;
+    char *message = NULL, *error = NULL;
+    if (mx_inbox_late_check (self->inbox, mx_clock_now (self->clock), &detected, &message, &error)) {
+        s_problem (self, error);
+        return;
+    }
+    if (detected > 0) {
+        self->late_detected += (uint64_t) detected;
+        mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:i}", "late_arrivals", detected),
+                     "late arrival: %s; not enqueued: the upstream committed these later than "
+                     "max-commit-delay allows", message);
+    }
+    free (message);
+}
+
+//  At start: seed from configuration on a fresh instance. An instance
+//  seeded before keeps its W (the key stays set across restarts).
+static int
+s_cutover_configured (s_ingress_t *self, char **reason)
+{
+    const char *value = self->config->pipeline_cutover_watermark;
+    if (!*value)
+        return 0;
+    char *error = NULL;
+    int seeded = mx_inbox_seeded (self->inbox, &error);
+    if (seeded < 0) {
+        *reason = zsys_sprintf ("configured cutover '%s': %s", value, error);
+        free (error);
+        return -1;
+    }
+    if (seeded) {
+        mx_info (ACTOR, "cutover done earlier; msgx.pipeline.cutover-watermark=%s ignored", value);
+        return 0;
+    }
+    int64_t w = 0;
+    char *message = NULL;
+    int rc = mx_inbox_cutover (self->inbox, value, "msgxd (configuration)", mx_clock_now (self->clock), &w, &message);
+    if (rc < 0)
+        *reason = zsys_sprintf ("configured cutover '%s' failed: %s", value, message);
+    else
+    if (rc == 0)
+        mx_error (ACTOR, "configured cutover '%s' not applied: %s", value, message);
+    else
+        mx_info (ACTOR, "%s", message);
+    free (message);
+    return rc < 0 ? -1 : 0;
+}
+
+static void
+s_handle_admin (s_ingress_t *self, zmsg_t *rest)
+{
+    char *request = mx_cmd_pop_str (rest);
+    char *verb = mx_cmd_pop_str (rest);
+    char *args_text = mx_cmd_pop_str (rest);
+    json_t *args = json_loads (args_text, 0, NULL);
+    const char *value = json_string_value (json_object_get (args, "watermark"));
+    const char *user = json_string_value (json_object_get (args, "os_user"));
+    bool ok = false;
+    char *payload = NULL;
+    if (strcmp (verb, "cutover") != 0)
+        payload = zsys_sprintf ("ingress does not handle '%s'", verb);
+    else
+    if (!value)
+        payload = strdup ("cutover needs a watermark: min, zero, max or an ID");
+    else {
+        int64_t w = 0;
+        char *message = NULL;
+        int rc = mx_inbox_cutover (self->inbox, value, user ? user : "unknown", mx_clock_now (self->clock),
+                                   &w, &message);
+        if (rc == 1) {
+            ok = true;
+            mx_info (ACTOR, "%s by msgxctl", message);
+            json_t *reply = json_pack ("{s:I,s:s}", "w", (json_int_t) w, "message", message);
+            payload = json_dumps (reply, JSON_COMPACT);
+            json_decref (reply);
+            free (message);
+            self->next_poll = mx_clock_now (self->clock);
+            if (w > 0)
+                mx_cmd_send (self->pipe, MX_CMD_W_MOVED, (uint64_t) w);
+        }
+        else
+            payload = message;
+    }
+    mx_cmd_send (self->pipe, MX_CMD_ADMIN_REPLY, strtoull (request, NULL, 10), ok ? "OK" : "ERR", payload);
+    free (payload);
+    json_decref (args);
+    free (request);
+    free (verb);
+    free (args_text);
+}
+
+static void
+s_handle_pipe (s_ingress_t *self)
+{
+    zmsg_t *rest = NULL;
+    mx_cmd_t cmd = mx_cmd_recv (self->pipe, &rest);
+    if (!rest) {
+        self->terminated = true;
+        return;
+    }
+    switch (cmd) {
+        case MX_CMD_TERM:
+            self->terminated = true;
+            break;
+        case MX_CMD_START: {
+            char *reason = NULL;
+            if (s_cutover_configured (self, &reason)) {
+                mx_actor_reply_failed (self->pipe, reason);
+                free (reason);
+                break;
+            }
+            char *detail = zsys_sprintf ("polling every %" PRId64 " ms, %" PRId64 " rows a round",
+                                         self->config->pipeline_poll_interval, self->config->pipeline_claim_batch);
+            mx_actor_reply_started (self->pipe, detail);
+            free (detail);
+            int64_t now = mx_clock_now (self->clock);
+            self->next_poll = now;
+            if (self->config->pipeline_late_detect_period > 0)
+                self->next_late_check = now + self->config->pipeline_late_detect_period;
+            break;
+        }
+        case MX_CMD_PAUSE:
+            self->paused = true;
+            break;
+        case MX_CMD_RESUME:
+            self->paused = false;
+            self->next_poll = mx_clock_now (self->clock);
+            break;
+        case MX_CMD_ADMIN:
+            s_handle_admin (self, rest);
+            break;
+        default:
+            assert (!"ingress: unexpected command");
+    }
+    mx_cmd_done (&rest);
+}
+
+void
+mx_ingress_actor (zsock_t *pipe, void *args)
+{
+    s_ingress_t self_s = { 0 };
+    s_ingress_t *self = &self_s;
+    self->pipe = pipe;
+    self->args = (const mx_actor_args_t *) args;
+    self->config = self->args->config;
+    self->clock = self->args->clock;
+    self->inbox = mx_inbox_new (self->config);
+    if (mx_clock_endpoint (self->clock))
+        self->ticks = zsock_new_sub (mx_clock_endpoint (self->clock), "");
+    //  Nothing runs before START: the parent's first message back must be
+    //  the reply to it.
+    self->next_poll = INT64_MAX;
+    self->next_late_check = INT64_MAX;
+    self->reported_hole = -1;
+    zsock_signal (pipe, 0);
+
+    while (!self->terminated) {
+        int64_t deadline = self->paused ? INT64_MAX
+                         : self->next_poll < self->next_late_check ? self->next_poll : self->next_late_check;
+        zmq_pollitem_t items [] = {
+            { zsock_resolve (self->pipe), 0, ZMQ_POLLIN, 0 },
+            { self->ticks ? zsock_resolve (self->ticks) : NULL, 0, ZMQ_POLLIN, 0 }
+        };
+        if (zmq_poll (items, self->ticks ? 2 : 1, mx_clock_timeout (self->clock, deadline)) < 0
+        &&  zmq_errno () != EINTR)
+            break;
+        if (items [0].revents & ZMQ_POLLIN) {
+            s_handle_pipe (self);
+            continue;
+        }
+        if (self->ticks && (items [1].revents & ZMQ_POLLIN)) {
+            char *tick = zstr_recv (self->ticks);
+            zstr_free (&tick);
+        }
+        if (self->paused)
+            continue;
+        int64_t now = mx_clock_now (self->clock);
+        if (now >= self->next_poll)
+            self->next_poll = s_poll (self) ? now : mx_clock_now (self->clock) + self->config->pipeline_poll_interval;
+        if (now >= self->next_late_check) {
+            s_late_check (self);
+            self->next_late_check = mx_clock_now (self->clock) + self->config->pipeline_late_detect_period;
+        }
+    }
+    mx_inbox_destroy (&self->inbox);
+    zsock_destroy (&self->ticks);
+    free (self->last_problem);
+}

@@ -1,0 +1,481 @@
+/*  mx_pump - see mx_pump.h.
+
+    One tick (SPEC §3.2): find the head (lowest PENDING/FAILED); a head
+    above W is not claimed; a poisoned FAILED head becomes DEAD(EXHAUSTED);
+    a FAILED head waits for next_attempt_at and nothing behind it moves;
+    otherwise it goes to the processor. The pump waits by message (WAKE from
+    control when W moves, PROCESSED from the processor) or until the next
+    deadline on the injected clock; it never sleeps between messages.
+*/
+#include "mx_pump.h"
+
+#include <assert.h>
+#include <libxml/xpath.h>
+
+#include "mx_log.h"
+#include "mx_mailbox.h"
+#include "mx_pg.h"
+#include "mx_procstate.h"
+#include "mx_sis.h"
+#include "mx_tz.h"
+
+#define ACTOR "pump"
+#define REPLAY_LOCK_TIMEOUT_MS 10000
+
+typedef struct {
+    zsock_t *pipe;
+    zsock_t *processor;         //  PAIR to the processor's data socket
+    const mx_actor_args_t *args;
+    const mx_config_t *config;
+    mx_clock_t *clock;
+    zsock_t *ticks;
+    bool terminated;
+    bool paused;
+    PGconn *pg;
+    mx_mailbox_t *mailbox;      //  replay's dry run reads raw messages
+    mx_tz_t *zone;
+    uint64_t epoch;
+    int64_t in_flight;          //  msg_id handed to the processor, 0 = none
+    int64_t next_check;         //  deadline of the next tick
+    int64_t warned_w;           //  "head above W" said once per W
+    zmsg_t *pending_admin;      //  a replay waiting for the in-flight message
+    char *last_problem;
+} s_pump_t;
+
+static void
+s_problem (s_pump_t *self, const char *what, char *error)
+{
+    char *line = zsys_sprintf ("%s: %s", what, error ? error : "unknown error");
+    if (!self->last_problem || strcmp (self->last_problem, line) != 0)
+        mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:s}", "error_class", "INFRA"), "%s; retrying", line);
+    free (self->last_problem);
+    self->last_problem = line;
+    free (error);
+}
+
+static int
+s_pg (s_pump_t *self)
+{
+    if (self->pg && PQstatus (self->pg) == CONNECTION_OK)
+        return 0;
+    mx_pg_disconnect (&self->pg);
+    char *error = NULL;
+    self->pg = mx_pg_connect (self->config->pg_conninfo, "msgxd-pump", self->config->pg_statement_timeout, &error);
+    if (!self->pg) {
+        s_problem (self, "PostgreSQL unreachable", error);
+        return -1;
+    }
+    return 0;
+}
+
+static void
+s_later (s_pump_t *self, int64_t delay_ms)
+{
+    self->next_check = mx_clock_now (self->clock) + delay_ms;
+}
+
+//  One scheduling step; loops over poison escalations, stops at the first
+//  wait or hand-over.
+static void
+s_tick (s_pump_t *self)
+{
+    while (!self->paused && !self->in_flight && !self->terminated) {
+        if (s_pg (self)) {
+            s_later (self, self->config->pipeline_poll_interval);
+            return;
+        }
+        char *error = NULL;
+        mx_head_t head;
+        int found = mx_procstate_head (self->pg, &head, &error);
+        if (found < 0) {
+            s_problem (self, "cannot read the FIFO head", error);
+            s_later (self, self->config->pipeline_poll_interval);
+            return;
+        }
+        //  1. No head: wait for a wake-up (or the poll interval).
+        if (!found) {
+            self->next_check = INT64_MAX;
+            return;
+        }
+        mx_cursor_t cursor;
+        if (mx_cursor_get (self->pg, &cursor, &error)) {
+            s_problem (self, "cannot read the watermark", error);
+            s_later (self, self->config->pipeline_poll_interval);
+            return;
+        }
+        free (self->last_problem);
+        self->last_problem = NULL;
+        //  2. Above W: only compat rows get here; claiming would let it
+        //  overtake smaller IDs ingress has not seen yet.
+        if (head.msg_id > cursor.w) {
+            if (self->warned_w != cursor.w) {
+                self->warned_w = cursor.w;
+                mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:I,s:I}", "msg_id", (json_int_t) head.msg_id,
+                                                            "w", (json_int_t) cursor.w),
+                             "head %" PRId64 " is above W=%" PRId64 ": not claimed until ingress moves W past it",
+                             head.msg_id, cursor.w);
+            }
+            self->next_check = INT64_MAX;       //  W_MOVED wakes us
+            return;
+        }
+        int64_t now = mx_clock_now (self->clock);
+        if (head.state == MX_STATE_FAILED) {
+            //  3. Poisoned: by attempts or by time at the head.
+            int64_t since = head.processing_started_at >= 0 ? head.processing_started_at : head.updated_at;
+            bool by_attempts = head.attempts >= self->config->pipeline_max_attempts;
+            bool by_time = now - since >= self->config->pipeline_head_deadline;
+            if (by_attempts || by_time) {
+                const char *why = by_attempts ? "attempts exhausted" : "head-deadline exceeded";
+                int rc = mx_procstate_poison (self->pg, head.msg_id, why, now, &error);
+                if (rc < 0) {
+                    s_problem (self, "cannot escalate a poisoned head", error);
+                    s_later (self, self->config->pipeline_poll_interval);
+                    return;
+                }
+                mx_log_emit (MX_LOG_WARN, ACTOR,
+                             json_pack ("{s:I,s:s,s:s,s:i}", "msg_id", (json_int_t) head.msg_id, "state", "DEAD",
+                                        "error_class", "EXHAUSTED", "attempts", head.attempts),
+                             "%" PRId64 " DEAD(EXHAUSTED): %s", head.msg_id, why);
+                continue;
+            }
+            //  4. Backing off: nothing behind it moves.
+            if (head.next_attempt_at > now) {
+                self->next_check = head.next_attempt_at < now + self->config->pipeline_head_deadline
+                                 ? head.next_attempt_at : since + self->config->pipeline_head_deadline;
+                return;
+            }
+        }
+        //  5. Process.
+        if (mx_procstate_mark_started (self->pg, head.msg_id, now, &error)) {
+            s_problem (self, "cannot mark the head as started", error);
+            s_later (self, self->config->pipeline_poll_interval);
+            return;
+        }
+        self->in_flight = head.msg_id;
+        self->epoch++;
+        mx_cmd_send (self->processor, MX_CMD_PROCESS, (uint64_t) head.msg_id, self->epoch);
+        return;
+    }
+}
+
+//  ---------------------------------------------------------------------
+//  Replay (SPEC §3.4): runs between messages, so it never races one.
+
+//  Flights named by a message, with their current version and whether a
+//  later message has changed them since.
+static json_t *
+s_flights_of (s_pump_t *self, int64_t msg_id)
+{
+    json_t *flights = json_array ();
+    char *xml = NULL, *error = NULL;
+    size_t size = 0;
+    size_t max_bytes = (size_t) self->config->codec_max_message_bytes;
+    if (mx_mailbox_read (self->mailbox, msg_id, max_bytes, &xml, &size, &error) <= 0 || !xml) {
+        free (error);
+        return flights;
+    }
+    mx_sis_options_t options = {
+        .zone = self->zone, .max_bytes = max_bytes,
+        .ignore_types = self->config->pipeline_ignore_types.items,
+        .ignore_count = self->config->pipeline_ignore_types.count
+    };
+    mx_sis_status_t status;
+    mx_sis_msg_t *msg = mx_sis_decode (xml, size, &options, &status, &error);
+    free (xml);
+    if (!msg) {
+        free (error);
+        return flights;
+    }
+    xmlNodePtr body = mx_sis_body (msg);
+    xmlXPathContextPtr context = body ? xmlXPathNewContext (body->doc) : NULL;
+    xmlXPathObjectPtr found = context ? xmlXPathNodeEval (body, (const xmlChar *) ".//FLID", context) : NULL;
+    for (int i = 0; found && found->nodesetval && i < found->nodesetval->nodeNr; i++) {
+        xmlChar *text = xmlNodeGetContent (found->nodesetval->nodeTab [i]);
+        char *end = NULL;
+        long long flid = text ? strtoll ((const char *) text, &end, 10) : 0;
+        bool numeric = text && end && *end == 0 && flid > 0;
+        xmlFree (text);
+        if (!numeric)
+            continue;
+        char flid_text [MX_PG_INT64_BUFSIZE], id_text [MX_PG_INT64_BUFSIZE];
+        const char *params [] = { mx_pg_int64_text (flid, flid_text), mx_pg_int64_text (msg_id, id_text) };
+        PGresult *res = NULL;
+        json_t *flight = json_pack ("{s:I}", "flid", (json_int_t) flid);
+        if (mx_pg_exec (self->pg, "SELECT state_version, last_msg_id, last_msg_id > $2::bigint FROM flight_schd"
+                                  " WHERE flid = $1::bigint", 2, params, &res, &error) == 0) {
+            if (PQntuples (res) == 1) {
+                json_object_set_new (flight, "state_version", json_integer (mx_pg_get_int64 (res, 0, 0)));
+                json_object_set_new (flight, "last_msg_id", json_integer (mx_pg_get_int64 (res, 0, 1)));
+                json_object_set_new (flight, "changed_since", json_boolean (strcmp (PQgetvalue (res, 0, 2), "t") == 0));
+            }
+            else
+                json_object_set_new (flight, "state_version", json_null ());
+            PQclear (res);
+        }
+        else
+            free (error);
+        json_array_append_new (flights, flight);
+    }
+    xmlXPathFreeObject (found);
+    xmlXPathFreeContext (context);
+    mx_sis_destroy (&msg);
+    return flights;
+}
+
+//  Returns the reply payload; *ok tells OK or ERR.
+static char *
+s_replay (s_pump_t *self, json_t *args, bool *ok)
+{
+    *ok = false;
+    const char *class_name = json_string_value (json_object_get (args, "class"));
+    json_t *id_list = json_object_get (args, "ids");
+    bool dry_run = json_is_true (json_object_get (args, "dry_run"));
+    bool yes = json_is_true (json_object_get (args, "yes"));
+    const char *user = json_string_value (json_object_get (args, "os_user"));
+    if (!!class_name == !!id_list)
+        return strdup ("replay needs exactly one of --class CLASS or --id N...");
+    mx_error_class_t error_class = MX_ERR_NONE;
+    if (class_name) {
+        error_class = mx_error_class_lookup (class_name);
+        if (error_class != MX_ERR_CODEC_ERROR && error_class != MX_ERR_UNSUPPORTED
+        &&  error_class != MX_ERR_INFRA && error_class != MX_ERR_EXHAUSTED)
+            return zsys_sprintf ("class '%s' is not replayable: only CODEC_ERROR, UNSUPPORTED, INFRA, EXHAUSTED",
+                                 class_name);
+    }
+    size_t count = json_array_size (id_list);
+    if (id_list && (!json_is_array (id_list) || count == 0))
+        return strdup ("replay --id needs at least one message ID");
+    int64_t *ids = (int64_t *) calloc (count + 1, sizeof (int64_t));
+    for (size_t i = 0; i < count; i++) {
+        json_t *item = json_array_get (id_list, i);
+        if (!json_is_integer (item) || json_integer_value (item) <= 0) {
+            free (ids);
+            return strdup ("message IDs must be positive integers");
+        }
+        ids [i] = json_integer_value (item);
+    }
+    if (!dry_run && !yes) {
+        free (ids);
+        return strdup ("replay changes the FIFO: add --yes to act, or --dry-run to look first");
+    }
+    if (s_pg (self)) {
+        free (ids);
+        return strdup ("PostgreSQL unreachable");
+    }
+    char *error = NULL, *rows_text = NULL;
+    if (mx_procstate_replay_candidates (self->pg, error_class, ids, count, &rows_text, &error)) {
+        free (ids);
+        char *reply = zsys_sprintf ("cannot list the rows: %s", error);
+        free (error);
+        return reply;
+    }
+    json_t *rows = json_loads (rows_text, 0, NULL);
+    free (rows_text);
+    size_t index;
+    json_t *row;
+    json_array_foreach (rows, index, row)
+        if (json_is_null (json_object_get (row, "refused")) || !json_object_get (row, "refused"))
+            json_object_set_new (row, "flights",
+                                 s_flights_of (self, json_integer_value (json_object_get (row, "msg_id"))));
+    int moved = 0;
+    if (!dry_run) {
+        if (mx_procstate_replay (self->pg, error_class, ids, count, user, REPLAY_LOCK_TIMEOUT_MS,
+                                 mx_clock_now (self->clock), &moved, &error)) {
+            free (ids);
+            json_decref (rows);
+            char *reply = zsys_sprintf ("replay failed, nothing moved: %s", error);
+            free (error);
+            return reply;
+        }
+        mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:i,s:s}", "moved", moved, "os_user", user ? user : ""),
+                     "replay: %d message%s back to PENDING", moved, moved == 1 ? "" : "s");
+    }
+    else {
+        char *target = json_dumps (args, JSON_COMPACT);
+        if (mx_audit_write (self->pg, "msgxctl", user, "replay", target, "dry-run", NULL,
+                            mx_clock_now (self->clock), &error)) {
+            mx_warn (ACTOR, "cannot write the audit log: %s", error);
+            free (error);
+        }
+        free (target);
+    }
+    free (ids);
+    json_t *reply = json_pack ("{s:b,s:o,s:i}", "dry_run", dry_run, "rows", rows, "moved", moved);
+    char *text = json_dumps (reply, JSON_COMPACT);
+    json_decref (reply);
+    *ok = true;
+    return text;
+}
+
+static void
+s_handle_admin (s_pump_t *self, zmsg_t **rest_p)
+{
+    zmsg_t *rest = *rest_p;
+    char *request = mx_cmd_pop_str (rest);
+    char *verb = mx_cmd_pop_str (rest);
+    char *args_text = mx_cmd_pop_str (rest);
+    mx_cmd_done (rest_p);
+    json_t *args = json_loads (args_text, 0, NULL);
+    bool ok = false;
+    char *payload = strcmp (verb, "replay") == 0 ? s_replay (self, args, &ok)
+                  : zsys_sprintf ("pump does not handle '%s'", verb);
+    mx_cmd_send (self->pipe, MX_CMD_ADMIN_REPLY, strtoull (request, NULL, 10), ok ? "OK" : "ERR", payload);
+    free (payload);
+    json_decref (args);
+    free (request);
+    free (verb);
+    free (args_text);
+    self->next_check = mx_clock_now (self->clock);
+}
+
+//  ---------------------------------------------------------------------
+
+static void
+s_handle_processor (s_pump_t *self)
+{
+    zmsg_t *rest = NULL;
+    mx_cmd_t cmd = mx_cmd_recv (self->processor, &rest);
+    if (!rest)
+        return;
+    assert (cmd == MX_CMD_PROCESSED);
+    char *id = mx_cmd_pop_str (rest);
+    char *epoch = mx_cmd_pop_str (rest);
+    char *state = mx_cmd_pop_str (rest);
+    mx_cmd_done (&rest);
+    if (strtoull (epoch, NULL, 10) == self->epoch) {
+        self->in_flight = 0;
+        //  The outcome could not be recorded (PostgreSQL trouble): look
+        //  again after a pause instead of spinning on the same head.
+        if (strcmp (state, "UNKNOWN") == 0)
+            s_later (self, self->config->pipeline_poll_interval);
+        else
+            self->next_check = mx_clock_now (self->clock);
+    }
+    free (id);
+    free (epoch);
+    free (state);
+    //  A replay that waited for this message runs now.
+    if (self->pending_admin && !self->in_flight)
+        s_handle_admin (self, &self->pending_admin);
+}
+
+static void
+s_handle_pipe (s_pump_t *self)
+{
+    zmsg_t *rest = NULL;
+    mx_cmd_t cmd = mx_cmd_recv (self->pipe, &rest);
+    if (!rest) {
+        self->terminated = true;
+        return;
+    }
+    switch (cmd) {
+        case MX_CMD_TERM:
+            self->terminated = true;
+            break;
+        case MX_CMD_START: {
+            char *error = NULL;
+            self->zone = mx_tz_load (self->config->operation_day_zone, &error);
+            if (!self->zone) {
+                char *reason = zsys_sprintf ("airport time zone: %s", error);
+                mx_actor_reply_failed (self->pipe, reason);
+                free (reason);
+                free (error);
+                break;
+            }
+            char endpoint [256];
+            mx_actor_endpoint (self->args, "processor", endpoint, sizeof endpoint);
+            self->processor = zsock_new (ZMQ_PAIR);
+            if (zsock_connect (self->processor, "%s", endpoint) < 0) {
+                mx_actor_reply_failed (self->pipe, "cannot reach the processor (start it before the pump)");
+                break;
+            }
+            self->next_check = mx_clock_now (self->clock);
+            mx_actor_reply_started (self->pipe, "FIFO by msg_id, one message at a time");
+            break;
+        }
+        case MX_CMD_PAUSE:
+            self->paused = true;
+            break;
+        case MX_CMD_RESUME:
+            self->paused = false;
+            self->next_check = mx_clock_now (self->clock);
+            break;
+        case MX_CMD_WAKE:
+            self->next_check = mx_clock_now (self->clock);
+            break;
+        case MX_CMD_ADMIN:
+            if (self->in_flight) {
+                //  One at a time: the replay waits for the message in flight.
+                zmsg_destroy (&self->pending_admin);
+                self->pending_admin = rest;
+                return;
+            }
+            s_handle_admin (self, &rest);
+            return;
+        default:
+            assert (!"pump: unexpected command");
+    }
+    mx_cmd_done (&rest);
+}
+
+void
+mx_pump_actor (zsock_t *pipe, void *args)
+{
+    s_pump_t self_s = { 0 };
+    s_pump_t *self = &self_s;
+    self->pipe = pipe;
+    self->args = (const mx_actor_args_t *) args;
+    self->config = self->args->config;
+    self->clock = self->args->clock;
+    self->mailbox = mx_mailbox_new (self->config);
+    self->next_check = INT64_MAX;
+    self->warned_w = -1;
+    if (mx_clock_endpoint (self->clock))
+        self->ticks = zsock_new_sub (mx_clock_endpoint (self->clock), "");
+    zsock_signal (pipe, 0);
+    while (!self->terminated) {
+        zmq_pollitem_t items [3];
+        int count = 0;
+        items [count++] = (zmq_pollitem_t) { zsock_resolve (self->pipe), 0, ZMQ_POLLIN, 0 };
+        int processor_index = -1, tick_index = -1;
+        if (self->processor) {
+            processor_index = count;
+            items [count++] = (zmq_pollitem_t) { zsock_resolve (self->processor), 0, ZMQ_POLLIN, 0 };
+        }
+        if (self->ticks) {
+            tick_index = count;
+            items [count++] = (zmq_pollitem_t) { zsock_resolve (self->ticks), 0, ZMQ_POLLIN, 0 };
+        }
+        //  Without a wake-up, look again every poll interval anyway: a
+        //  compat row or a lost wake-up must not wait forever.
+        int64_t deadline = self->next_check;
+        if (!self->paused && !self->in_flight && deadline == INT64_MAX && self->processor)
+            deadline = mx_clock_now (self->clock) + self->config->pipeline_poll_interval;
+        if (self->paused || self->in_flight || !self->processor)
+            deadline = INT64_MAX;
+        if (zmq_poll (items, count, mx_clock_timeout (self->clock, deadline)) < 0 && zmq_errno () != EINTR)
+            break;
+        if (items [0].revents & ZMQ_POLLIN) {
+            s_handle_pipe (self);
+            continue;
+        }
+        if (processor_index >= 0 && (items [processor_index].revents & ZMQ_POLLIN))
+            s_handle_processor (self);
+        if (tick_index >= 0 && (items [tick_index].revents & ZMQ_POLLIN)) {
+            char *tick = zstr_recv (self->ticks);
+            zstr_free (&tick);
+        }
+        if (self->processor && mx_clock_now (self->clock) >= deadline)
+            s_tick (self);
+        else
+        if (self->processor && self->next_check <= mx_clock_now (self->clock))
+            s_tick (self);
+    }
+    zmsg_destroy (&self->pending_admin);
+    zsock_destroy (&self->processor);
+    zsock_destroy (&self->ticks);
+    mx_pg_disconnect (&self->pg);
+    mx_mailbox_destroy (&self->mailbox);
+    mx_tz_destroy (&self->zone);
+    free (self->last_problem);
+}

@@ -1,0 +1,753 @@
+/*  mx_mailbox - see mx_mailbox.h.  */
+#include "mx_mailbox.h"
+#include "mx_log.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <errmsg.h>
+#include <mysql.h>
+#include <mysqld_error.h>
+
+#define S_LOG "mailbox"
+
+//  Epoch milliseconds of a DATETIME column as the session time zone reads
+//  it; NULL stays NULL. FLOOR keeps milliseconds should the column have a
+//  fractional part, CAST makes the type BIGINT whatever the column.
+#define S_EPOCH_MS(col) "CAST(FLOOR(UNIX_TIMESTAMP(" col ") * 1000) AS SIGNED)"
+
+//  Prepared once per connection, in this order.
+typedef enum {
+    S_SCAN,
+    S_READ,
+    S_INSERT,
+    S_MARK,
+    S_EXISTS,
+    S_BOUNDS,
+    S_EXISTING,
+    S_STMT_COUNT
+} s_stmt_id_t;
+
+static const char *s_sql [S_STMT_COUNT] = {
+    [S_SCAN] =
+        "SELECT CMINMSGS_ID, " S_EPOCH_MS ("CMINMSGS_DATE_RECEIVED")
+        " FROM CMINMSGS WHERE CMINMSGS_ID > ? ORDER BY CMINMSGS_ID LIMIT ?",
+    //  The text only travels when it fits: an oversized row is refused by
+    //  its length without loading it.
+    [S_READ] =
+        "SELECT LENGTH(CMINMSGS_CLOB_MSG),"
+        " CASE WHEN LENGTH(CMINMSGS_CLOB_MSG) <= ? THEN CMINMSGS_CLOB_MSG END"
+        " FROM CMINMSGS WHERE CMINMSGS_ID = ?",
+    [S_INSERT] =
+        "INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS)"
+        " VALUES (?, FROM_UNIXTIME(?), 'VALID')",
+    //  WIRE §1: written once, only where no mark exists; never overwritten.
+    [S_MARK] =
+        "UPDATE CMINMSGS SET CMINMSGS_STATUS = ?, CMINMSGS_DATE_PROCESSED = FROM_UNIXTIME(?)"
+        " WHERE CMINMSGS_ID = ? AND CMINMSGS_DATE_PROCESSED IS NULL",
+    [S_EXISTS] =
+        "SELECT 1 FROM CMINMSGS WHERE CMINMSGS_ID = ?",
+    [S_BOUNDS] =
+        "SELECT COALESCE(MIN(CMINMSGS_ID), 0), COALESCE(MAX(CMINMSGS_ID), 0) FROM CMINMSGS",
+    [S_EXISTING] =
+        "SELECT CMINMSGS_ID FROM CMINMSGS WHERE CMINMSGS_ID BETWEEN ? AND ?"
+        " ORDER BY CMINMSGS_ID LIMIT ?",
+};
+
+static const char *s_stmt_names [S_STMT_COUNT] = {
+    [S_SCAN] = "scan", [S_READ] = "read", [S_INSERT] = "insert", [S_MARK] = "mark",
+    [S_EXISTS] = "mark lookup", [S_BOUNDS] = "bounds", [S_EXISTING] = "existing",
+};
+
+struct _mx_mailbox_t {
+    const mx_config_t *config;
+    MYSQL *conn;                        //  NULL = not connected
+    MYSQL_STMT *stmts [S_STMT_COUNT];   //  prepared lazily on conn
+    unsigned int last_errno;            //  of the last failed call, 0 if none
+};
+
+static pthread_once_t s_library_once = PTHREAD_ONCE_INIT;
+
+//  mysql_init initialises the library on first use, which is not safe when
+//  two actor threads get there at the same time.
+static void
+s_library_init (void)
+{
+    mysql_library_init (0, NULL, NULL);
+}
+
+//  ---------------------------------------------------------------------
+//  Errors
+
+//  Control characters and runs of blanks become one space: error lines
+//  must stay on one line.
+static void
+s_one_line (char *text)
+{
+    char *out = text;
+    bool space = false;
+    for (const char *in = text; *in; in++) {
+        unsigned char c = (unsigned char) *in;
+        if (c == ' ' || c < 0x20 || c == 0x7f)
+            space = out != text;
+        else {
+            if (space)
+                *out++ = ' ';
+            space = false;
+            *out++ = (char) c;
+        }
+    }
+    *out = '\0';
+}
+
+static void
+s_set_error (char **error, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+
+static void
+s_set_error (char **error, const char *fmt, ...)
+{
+    if (!error)
+        return;
+    va_list args;
+    va_start (args, fmt);
+    char *text = NULL;
+    int rc = vasprintf (&text, fmt, args);
+    va_end (args);
+    if (rc < 0)
+        text = strdup ("out of memory formatting an error");
+    if (text)
+        s_one_line (text);
+    *error = text;
+}
+
+static int
+s_stmt_failed (mx_mailbox_t *self, MYSQL_STMT *stmt, s_stmt_id_t id, char **error)
+{
+    self->last_errno = mysql_stmt_errno (stmt);
+    s_set_error (error, "mailbox %s failed: %s (error %u)", s_stmt_names [id],
+                 mysql_stmt_error (stmt), self->last_errno);
+    return -1;
+}
+
+//  Errors after which the connection is gone, not the statement wrong.
+static bool
+s_is_connection_lost (unsigned int code)
+{
+    return code == CR_SERVER_GONE_ERROR || code == CR_SERVER_LOST
+        || code == CR_SERVER_LOST_EXTENDED || code == ER_CONNECTION_KILLED
+        || code == ER_SERVER_SHUTDOWN;
+}
+
+//  ---------------------------------------------------------------------
+//  Connection
+
+static void
+s_disconnect (mx_mailbox_t *self)
+{
+    for (int id = 0; id < S_STMT_COUNT; id++)
+        if (self->stmts [id]) {
+            mysql_stmt_close (self->stmts [id]);
+            self->stmts [id] = NULL;
+        }
+    if (self->conn) {
+        mysql_close (self->conn);
+        self->conn = NULL;
+    }
+}
+
+//  Where the mailbox is, for messages.
+static void
+s_where (const mx_config_t *config, char *buf, size_t size)
+{
+    if (*config->mailbox_shared_mysql_socket)
+        snprintf (buf, size, "socket %s", config->mailbox_shared_mysql_socket);
+    else
+        snprintf (buf, size, "%s:%" PRId64, config->mailbox_shared_mysql_host,
+                  config->mailbox_shared_mysql_port);
+}
+
+static void
+s_bind_string (MYSQL_BIND *bind, const char *text, unsigned long *length)
+{
+    memset (bind, 0, sizeof *bind);
+    bind->buffer_type = MYSQL_TYPE_STRING;
+    bind->buffer = (void *) text;
+    bind->buffer_length = *length;
+    bind->length = length;
+}
+
+static void
+s_bind_longlong (MYSQL_BIND *bind, long long *value, my_bool *is_null)
+{
+    memset (bind, 0, sizeof *bind);
+    bind->buffer_type = MYSQL_TYPE_LONGLONG;
+    bind->buffer = value;
+    bind->is_null = is_null;
+}
+
+//  The session time zone is a bound value: MariaDB prepares SET with a
+//  placeholder, so the configured text never becomes SQL.
+static int
+s_set_time_zone (mx_mailbox_t *self, char **error)
+{
+    const char *zone = self->config->mailbox_shared_mysql_time_zone;
+    const char *sql = "SET time_zone = ?";
+    MYSQL_STMT *stmt = mysql_stmt_init (self->conn);
+    if (!stmt) {
+        s_set_error (error, "cannot set the mailbox session time zone: out of memory");
+        return -1;
+    }
+    MYSQL_BIND param;
+    unsigned long length = (unsigned long) strlen (zone);
+    s_bind_string (&param, zone, &length);
+    int rc = 0;
+    if (mysql_stmt_prepare (stmt, sql, strlen (sql))
+    ||  mysql_stmt_bind_param (stmt, &param)
+    ||  mysql_stmt_execute (stmt)) {
+        self->last_errno = mysql_stmt_errno (stmt);
+        s_set_error (error, "cannot set the mailbox session time zone '%s'"
+                     " (mailbox.shared-mysql.time-zone): %s (error %u)",
+                     zone, mysql_stmt_error (stmt), self->last_errno);
+        rc = -1;
+    }
+    mysql_stmt_close (stmt);
+    return rc;
+}
+
+static int
+s_connect (mx_mailbox_t *self, char **error)
+{
+    if (self->conn)
+        return 0;
+    const mx_config_t *config = self->config;
+    char where [300];
+    s_where (config, where, sizeof where);
+
+    MYSQL *conn = mysql_init (NULL);
+    if (!conn) {
+        s_set_error (error, "cannot connect to the mailbox at %s: out of memory", where);
+        return -1;
+    }
+    //  Whole seconds, at least 1 (checked by mx_config_validate).
+    unsigned int connect_s = (unsigned int) (config->mailbox_shared_mysql_connect_timeout / 1000);
+    unsigned int read_s = (unsigned int) (config->mailbox_shared_mysql_read_timeout / 1000);
+    unsigned int write_s = (unsigned int) (config->mailbox_shared_mysql_write_timeout / 1000);
+    const char *socket = *config->mailbox_shared_mysql_socket
+                       ? config->mailbox_shared_mysql_socket : NULL;
+    unsigned int protocol = socket ? MYSQL_PROTOCOL_SOCKET : MYSQL_PROTOCOL_TCP;
+    my_bool off = 0;
+    unsigned int no_local_infile = 0;
+    mysql_options (conn, MYSQL_OPT_CONNECT_TIMEOUT, &connect_s);
+    mysql_options (conn, MYSQL_OPT_READ_TIMEOUT, &read_s);
+    mysql_options (conn, MYSQL_OPT_WRITE_TIMEOUT, &write_s);
+    mysql_options (conn, MYSQL_OPT_PROTOCOL, &protocol);
+    mysql_options (conn, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+    //  We reconnect ourselves, knowing which statements may be repeated.
+    mysql_options (conn, MYSQL_OPT_RECONNECT, &off);
+    mysql_options (conn, MYSQL_OPT_LOCAL_INFILE, &no_local_infile);
+
+    const char *user = config->mailbox_shared_mysql_user;
+    const char *password = config->mailbox_shared_mysql_password;
+    if (!mysql_real_connect (conn, socket ? "localhost" : config->mailbox_shared_mysql_host,
+                             *user ? user : NULL, *password ? password : NULL,
+                             config->mailbox_shared_mysql_database,
+                             (unsigned int) config->mailbox_shared_mysql_port, socket, 0)) {
+        self->last_errno = mysql_errno (conn);
+        s_set_error (error, "cannot connect to the mailbox at %s (database %s, user %s): %s (error %u)",
+                     where, config->mailbox_shared_mysql_database, *user ? user : "(default)",
+                     mysql_error (conn), self->last_errno);
+        mysql_close (conn);
+        return -1;
+    }
+    self->conn = conn;
+    if (s_set_time_zone (self, error)) {
+        s_disconnect (self);
+        return -1;
+    }
+    if (mysql_autocommit (conn, 1)) {
+        self->last_errno = mysql_errno (conn);
+        s_set_error (error, "cannot turn on autocommit on the mailbox connection: %s (error %u)",
+                     mysql_error (conn), self->last_errno);
+        s_disconnect (self);
+        return -1;
+    }
+    return 0;
+}
+
+//  The prepared statement id on the current connection, or NULL with
+//  *error set.
+static MYSQL_STMT *
+s_stmt (mx_mailbox_t *self, s_stmt_id_t id, char **error)
+{
+    assert (self->conn);
+    if (self->stmts [id])
+        return self->stmts [id];
+    MYSQL_STMT *stmt = mysql_stmt_init (self->conn);
+    if (!stmt) {
+        self->last_errno = mysql_errno (self->conn);
+        s_set_error (error, "mailbox %s failed: out of memory", s_stmt_names [id]);
+        return NULL;
+    }
+    if (mysql_stmt_prepare (stmt, s_sql [id], strlen (s_sql [id]))) {
+        s_stmt_failed (self, stmt, id, error);
+        mysql_stmt_close (stmt);
+        return NULL;
+    }
+    self->stmts [id] = stmt;
+    return stmt;
+}
+
+//  Runs params through the statement; for a SELECT the result set is then
+//  open and must be fetched and freed by the caller.
+static MYSQL_STMT *
+s_execute (mx_mailbox_t *self, s_stmt_id_t id, MYSQL_BIND *params, char **error)
+{
+    MYSQL_STMT *stmt = s_stmt (self, id, error);
+    if (!stmt)
+        return NULL;
+    if ((params && mysql_stmt_bind_param (stmt, params)) || mysql_stmt_execute (stmt)) {
+        s_stmt_failed (self, stmt, id, error);
+        return NULL;
+    }
+    return stmt;
+}
+
+//  One operation against an open connection: >= 0 success, -1 failure
+//  with *error and self->last_errno set.
+typedef int (s_op_fn) (mx_mailbox_t *self, void *args, char **error);
+
+typedef enum {
+    S_RETRY_ONCE,           //  idempotent: may run again on a fresh connection
+    S_PING_FIRST            //  not idempotent: check a reused connection before sending
+} s_policy_t;
+
+static int
+s_run (mx_mailbox_t *self, s_op_fn *op, void *args, s_policy_t policy, char **error)
+{
+    for (int attempt = 0; ; attempt++) {
+        bool reused = self->conn != NULL;
+        self->last_errno = 0;
+        if (reused && policy == S_PING_FIRST && mysql_ping (self->conn)) {
+            mx_log_emit (MX_LOG_INFO, S_LOG, NULL,
+                         "connection lost (%s); reconnecting", mysql_error (self->conn));
+            s_disconnect (self);
+            reused = false;
+        }
+        if (s_connect (self, error))
+            return -1;
+        char *op_error = NULL;
+        int rc = op (self, args, &op_error);
+        if (rc >= 0)
+            return rc;
+        bool lost = s_is_connection_lost (self->last_errno);
+        //  Whatever failed, the next call starts on a new connection.
+        s_disconnect (self);
+        if (policy == S_RETRY_ONCE && reused && lost && attempt == 0) {
+            mx_log_emit (MX_LOG_INFO, S_LOG, NULL,
+                         "connection lost (%s); retrying on a new connection",
+                         op_error ? op_error : "unknown error");
+            free (op_error);
+            continue;
+        }
+        if (error)
+            *error = op_error;
+        else
+            free (op_error);
+        return -1;
+    }
+}
+
+//  ---------------------------------------------------------------------
+//  Operations
+
+typedef struct {
+    long long after_id;
+    long long limit;
+    mx_mailbox_row_t *rows;
+    int count;
+} s_scan_t;
+
+static int
+s_scan (mx_mailbox_t *self, void *args_, char **error)
+{
+    s_scan_t *args = (s_scan_t *) args_;
+    args->count = 0;
+    MYSQL_BIND params [2];
+    s_bind_longlong (&params [0], &args->after_id, NULL);
+    s_bind_longlong (&params [1], &args->limit, NULL);
+    MYSQL_STMT *stmt = s_execute (self, S_SCAN, params, error);
+    if (!stmt)
+        return -1;
+
+    long long id = 0, received = 0;
+    my_bool received_null = 0;
+    MYSQL_BIND result [2];
+    s_bind_longlong (&result [0], &id, NULL);
+    s_bind_longlong (&result [1], &received, &received_null);
+    int rc = 0;
+    if (mysql_stmt_bind_result (stmt, result))
+        rc = s_stmt_failed (self, stmt, S_SCAN, error);
+    while (rc == 0) {
+        int fetched = mysql_stmt_fetch (stmt);
+        if (fetched == MYSQL_NO_DATA)
+            break;
+        if (fetched != 0) {
+            rc = s_stmt_failed (self, stmt, S_SCAN, error);
+            break;
+        }
+        assert (args->count < args->limit);        //  LIMIT holds
+        args->rows [args->count].id = id;
+        args->rows [args->count].received_ms = received_null ? -1 : received;
+        args->count++;
+    }
+    mysql_stmt_free_result (stmt);
+    if (rc)
+        args->count = 0;
+    return rc;
+}
+
+int
+mx_mailbox_scan (mx_mailbox_t *self, int64_t after_id, int limit,
+                 mx_mailbox_row_t *rows, int *count, char **error)
+{
+    assert (self);
+    assert (limit >= 1);
+    assert (rows && count);
+    s_scan_t args = { .after_id = after_id, .limit = limit, .rows = rows };
+    int rc = s_run (self, s_scan, &args, S_RETRY_ONCE, error);
+    *count = rc == 0 ? args.count : 0;
+    return rc == 0 ? 0 : -1;
+}
+
+typedef struct {
+    long long id;
+    long long max_bytes;
+    char *xml;
+    size_t size;
+    bool found;
+} s_read_t;
+
+static int
+s_read (mx_mailbox_t *self, void *args_, char **error)
+{
+    s_read_t *args = (s_read_t *) args_;
+    args->found = false;
+    MYSQL_BIND params [2];
+    s_bind_longlong (&params [0], &args->max_bytes, NULL);
+    s_bind_longlong (&params [1], &args->id, NULL);
+    MYSQL_STMT *stmt = s_execute (self, S_READ, params, error);
+    if (!stmt)
+        return -1;
+
+    //  The text is bound without a buffer: the fetch reports its length,
+    //  then mysql_stmt_fetch_column copies it into one of the right size.
+    long long length = 0;
+    unsigned long text_length = 0;
+    my_bool length_null = 0, text_null = 0, text_error = 0;
+    MYSQL_BIND result [2];
+    s_bind_longlong (&result [0], &length, &length_null);
+    memset (&result [1], 0, sizeof result [1]);
+    result [1].buffer_type = MYSQL_TYPE_STRING;
+    result [1].length = &text_length;
+    result [1].is_null = &text_null;
+    result [1].error = &text_error;
+    int rc = 0;
+    if (mysql_stmt_bind_result (stmt, result))
+        rc = s_stmt_failed (self, stmt, S_READ, error);
+    int fetched = rc ? 1 : mysql_stmt_fetch (stmt);
+    if (rc == 0 && fetched != 0 && fetched != MYSQL_NO_DATA && fetched != MYSQL_DATA_TRUNCATED)
+        rc = s_stmt_failed (self, stmt, S_READ, error);
+    if (rc == 0 && fetched != MYSQL_NO_DATA) {
+        args->found = true;
+        args->size = (size_t) length;
+        //  A NULL text (the upstream's schema may allow it) reads as empty.
+        if (!text_null || length_null) {
+            text_length = text_null ? 0 : text_length;
+            args->xml = (char *) malloc ((size_t) text_length + 1);
+            if (!args->xml) {
+                s_set_error (error, "mailbox read of row %lld: out of memory for %lu bytes",
+                             args->id, text_length);
+                rc = -1;
+            }
+            else
+            if (text_length > 0) {
+                MYSQL_BIND column;
+                memset (&column, 0, sizeof column);
+                column.buffer_type = MYSQL_TYPE_STRING;
+                column.buffer = args->xml;
+                column.buffer_length = text_length;
+                column.length = &text_length;
+                if (mysql_stmt_fetch_column (stmt, &column, 1, 0))
+                    rc = s_stmt_failed (self, stmt, S_READ, error);
+            }
+            if (rc == 0) {
+                args->xml [text_length] = '\0';
+                args->size = (size_t) text_length;
+            }
+        }
+    }
+    mysql_stmt_free_result (stmt);
+    if (rc) {
+        free (args->xml);
+        args->xml = NULL;
+        args->found = false;
+    }
+    return rc;
+}
+
+int
+mx_mailbox_read (mx_mailbox_t *self, int64_t id, size_t max_bytes,
+                 char **xml, size_t *size, char **error)
+{
+    assert (self);
+    assert (xml && size);
+    *xml = NULL;
+    *size = 0;
+    s_read_t args = {
+        .id = id,
+        .max_bytes = max_bytes > (size_t) LLONG_MAX ? LLONG_MAX : (long long) max_bytes
+    };
+    if (s_run (self, s_read, &args, S_RETRY_ONCE, error))
+        return -1;
+    if (!args.found)
+        return 0;
+    *xml = args.xml;
+    *size = args.size;
+    return 1;
+}
+
+typedef struct {
+    const char *xml;
+    unsigned long size;
+    long long received_s;
+    int64_t id;
+} s_insert_t;
+
+static int
+s_insert (mx_mailbox_t *self, void *args_, char **error)
+{
+    s_insert_t *args = (s_insert_t *) args_;
+    MYSQL_BIND params [2];
+    s_bind_string (&params [0], args->xml, &args->size);
+    s_bind_longlong (&params [1], &args->received_s, NULL);
+    MYSQL_STMT *stmt = s_execute (self, S_INSERT, params, error);
+    if (!stmt)
+        return -1;
+    args->id = (int64_t) mysql_stmt_insert_id (stmt);
+    if (args->id <= 0) {
+        s_set_error (error, "mailbox insert: the server returned no CMINMSGS_ID");
+        return -1;
+    }
+    return 0;
+}
+
+int
+mx_mailbox_insert (mx_mailbox_t *self, const char *xml, size_t size,
+                   int64_t received_ms, int64_t *id, char **error)
+{
+    assert (self);
+    assert (xml && id);
+    assert (received_ms >= 0);
+    *id = 0;
+    if (self->config->shadow) {
+        s_set_error (error, "shadow mode: msgx.shadow = true forbids writing to the shared mailbox");
+        return -1;
+    }
+    s_insert_t args = {
+        .xml = xml, .size = (unsigned long) size, .received_s = received_ms / 1000
+    };
+    if (s_run (self, s_insert, &args, S_PING_FIRST, error))
+        return -1;
+    *id = args.id;
+    return 0;
+}
+
+typedef struct {
+    long long id;
+    long long now_s;
+    mx_mark_t outcome;
+} s_mark_args_t;
+
+static int
+s_mark (mx_mailbox_t *self, void *args_, char **error)
+{
+    s_mark_args_t *args = (s_mark_args_t *) args_;
+    const char *value = self->config->mailbox_processed_value;
+    unsigned long value_length = (unsigned long) strlen (value);
+    MYSQL_BIND params [3];
+    s_bind_string (&params [0], value, &value_length);
+    s_bind_longlong (&params [1], &args->now_s, NULL);
+    s_bind_longlong (&params [2], &args->id, NULL);
+    MYSQL_STMT *stmt = s_execute (self, S_MARK, params, error);
+    if (!stmt)
+        return -1;
+    if (mysql_stmt_affected_rows (stmt) > 0) {
+        args->outcome = MX_MARK_WRITTEN;
+        return 0;
+    }
+    //  Nothing changed: marked before, or no such row.
+    MYSQL_BIND param;
+    s_bind_longlong (&param, &args->id, NULL);
+    stmt = s_execute (self, S_EXISTS, &param, error);
+    if (!stmt)
+        return -1;
+    int fetched = mysql_stmt_fetch (stmt);
+    int rc = 0;
+    if (fetched == 0 || fetched == MYSQL_DATA_TRUNCATED)
+        args->outcome = MX_MARK_ALREADY;
+    else
+    if (fetched == MYSQL_NO_DATA)
+        args->outcome = MX_MARK_MISSING;
+    else
+        rc = s_stmt_failed (self, stmt, S_EXISTS, error);
+    mysql_stmt_free_result (stmt);
+    return rc;
+}
+
+mx_mark_t
+mx_mailbox_mark (mx_mailbox_t *self, int64_t id, int64_t now_ms, char **error)
+{
+    assert (self);
+    assert (now_ms >= 0);
+    if (self->config->shadow) {
+        s_set_error (error, "shadow mode: msgx.shadow = true forbids writing the processed mark");
+        return MX_MARK_ERROR;
+    }
+    s_mark_args_t args = { .id = id, .now_s = now_ms / 1000, .outcome = MX_MARK_ERROR };
+    //  Repeating the guarded UPDATE is harmless: a mark that did land the
+    //  first time reads as ALREADY.
+    if (s_run (self, s_mark, &args, S_RETRY_ONCE, error))
+        return MX_MARK_ERROR;
+    return args.outcome;
+}
+
+typedef struct {
+    long long min_id;
+    long long max_id;
+} s_bounds_t;
+
+static int
+s_bounds (mx_mailbox_t *self, void *args_, char **error)
+{
+    s_bounds_t *args = (s_bounds_t *) args_;
+    MYSQL_STMT *stmt = s_execute (self, S_BOUNDS, NULL, error);
+    if (!stmt)
+        return -1;
+    MYSQL_BIND result [2];
+    s_bind_longlong (&result [0], &args->min_id, NULL);
+    s_bind_longlong (&result [1], &args->max_id, NULL);
+    int rc = 0;
+    if (mysql_stmt_bind_result (stmt, result) || mysql_stmt_fetch (stmt) != 0)
+        rc = s_stmt_failed (self, stmt, S_BOUNDS, error);
+    mysql_stmt_free_result (stmt);
+    return rc;
+}
+
+int
+mx_mailbox_bounds (mx_mailbox_t *self, int64_t *min_id, int64_t *max_id, char **error)
+{
+    assert (self);
+    assert (min_id && max_id);
+    *min_id = *max_id = 0;
+    s_bounds_t args = { 0 };
+    if (s_run (self, s_bounds, &args, S_RETRY_ONCE, error))
+        return -1;
+    *min_id = args.min_id;
+    *max_id = args.max_id;
+    return 0;
+}
+
+typedef struct {
+    long long from;
+    long long to;
+    long long max;
+    int64_t *ids;
+    int count;
+} s_existing_t;
+
+static int
+s_existing (mx_mailbox_t *self, void *args_, char **error)
+{
+    s_existing_t *args = (s_existing_t *) args_;
+    args->count = 0;
+    MYSQL_BIND params [3];
+    s_bind_longlong (&params [0], &args->from, NULL);
+    s_bind_longlong (&params [1], &args->to, NULL);
+    s_bind_longlong (&params [2], &args->max, NULL);
+    MYSQL_STMT *stmt = s_execute (self, S_EXISTING, params, error);
+    if (!stmt)
+        return -1;
+    long long id = 0;
+    MYSQL_BIND result;
+    s_bind_longlong (&result, &id, NULL);
+    int rc = 0;
+    if (mysql_stmt_bind_result (stmt, &result))
+        rc = s_stmt_failed (self, stmt, S_EXISTING, error);
+    while (rc == 0) {
+        int fetched = mysql_stmt_fetch (stmt);
+        if (fetched == MYSQL_NO_DATA)
+            break;
+        if (fetched != 0) {
+            rc = s_stmt_failed (self, stmt, S_EXISTING, error);
+            break;
+        }
+        assert (args->count < args->max);          //  LIMIT holds
+        args->ids [args->count++] = id;
+    }
+    mysql_stmt_free_result (stmt);
+    if (rc)
+        args->count = 0;
+    return rc;
+}
+
+int
+mx_mailbox_existing (mx_mailbox_t *self, int64_t from, int64_t to,
+                     int64_t *ids, int max, int *count, char **error)
+{
+    assert (self);
+    assert (max >= 1);
+    assert (ids && count);
+    s_existing_t args = { .from = from, .to = to, .max = max, .ids = ids };
+    int rc = s_run (self, s_existing, &args, S_RETRY_ONCE, error);
+    *count = rc == 0 ? args.count : 0;
+    return rc == 0 ? 0 : -1;
+}
+
+//  ---------------------------------------------------------------------
+//  Life cycle
+
+mx_mailbox_t *
+mx_mailbox_new (const mx_config_t *config)
+{
+    assert (config);
+    pthread_once (&s_library_once, s_library_init);
+    mx_mailbox_t *self = (mx_mailbox_t *) calloc (1, sizeof *self);
+    assert (self);
+    self->config = config;
+    return self;
+}
+
+void
+mx_mailbox_destroy (mx_mailbox_t **self_p)
+{
+    assert (self_p);
+    mx_mailbox_t *self = *self_p;
+    if (!self)
+        return;
+    s_disconnect (self);
+    free (self);
+    *self_p = NULL;
+}
+
+bool
+mx_mailbox_connected (mx_mailbox_t *self)
+{
+    assert (self);
+    return self->conn != NULL;
+}

@@ -1,0 +1,97 @@
+/*  mx_mailbox - every access to the shared MariaDB/MySQL mailbox (CMINMSGS,
+    ../shared/spec/WIRE.md §1).
+
+    One mx_mailbox_t per actor (not thread-safe). The connection is opened
+    lazily by the first call and dropped after any failure, so the next call
+    reconnects: an infrastructure failure is an error, never "no rows".
+    Connect, read and write timeouts come from mailbox.shared-mysql.*.
+    Reads and the processed mark are retried once on a fresh connection when
+    a reused connection turns out to be lost (server restart, idle timeout,
+    KILL); the insert is never retried after it was sent, because the row
+    may exist already.
+
+    Every statement is prepared and its values bound. The session time zone
+    is mailbox.shared-mysql.time-zone; DATETIME columns are converted by
+    the server (UNIX_TIMESTAMP / FROM_UNIXTIME), so callers only see UTC
+    epoch milliseconds.
+
+    Functions return 0 on success and -1 on failure. On failure, if error is
+    not NULL, *error is set (overwritten, not freed) to a malloc'd one-line
+    reason; the caller frees it.
+*/
+#ifndef MX_MAILBOX_H_INCLUDED
+#define MX_MAILBOX_H_INCLUDED
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mx_config.h"
+
+typedef struct _mx_mailbox_t mx_mailbox_t;
+
+typedef struct {
+    int64_t id;
+    int64_t received_ms;        //  -1 = CMINMSGS_DATE_RECEIVED is NULL
+} mx_mailbox_row_t;
+
+typedef enum {
+    MX_MARK_WRITTEN,            //  this call wrote the mark
+    MX_MARK_ALREADY,            //  the row was marked before; left untouched
+    MX_MARK_MISSING,            //  no such row
+    MX_MARK_ERROR               //  failed (or refused in shadow mode); *error set
+} mx_mark_t;
+
+//  No I/O yet. config must outlive the mailbox.
+mx_mailbox_t *
+    mx_mailbox_new (const mx_config_t *config);
+
+//  Closes the connection; safe on NULL and twice.
+void
+    mx_mailbox_destroy (mx_mailbox_t **self_p);
+
+//  SELECT CMINMSGS_ID, CMINMSGS_DATE_RECEIVED FROM CMINMSGS
+//  WHERE CMINMSGS_ID > after_id ORDER BY CMINMSGS_ID LIMIT limit.
+//  rows holds limit entries (limit >= 1); *count gets the number read
+//  (0 on failure).
+int
+    mx_mailbox_scan (mx_mailbox_t *self, int64_t after_id, int limit,
+                     mx_mailbox_row_t *rows, int *count, char **error);
+
+//  Raw XML of row id: 1 found (*xml malloc'd and NUL-terminated, *size
+//  bytes without the NUL), 0 no such row, -1 failure. A row longer than
+//  max_bytes is not transferred: 1 with *xml NULL and *size its length.
+int
+    mx_mailbox_read (mx_mailbox_t *self, int64_t id, size_t max_bytes,
+                     char **xml, size_t *size, char **error);
+
+//  Compat entry: a new row with CMINMSGS_STATUS 'VALID' and
+//  CMINMSGS_DATE_RECEIVED = received_ms (>= 0, stored in whole seconds).
+//  *id gets the new CMINMSGS_ID. Refused (-1, "shadow mode: ...") when
+//  msgx.shadow is true.
+int
+    mx_mailbox_insert (mx_mailbox_t *self, const char *xml, size_t size,
+                       int64_t received_ms, int64_t *id, char **error);
+
+//  The processed mark: CMINMSGS_STATUS = mailbox.processed-value,
+//  CMINMSGS_DATE_PROCESSED = now_ms, only where CMINMSGS_DATE_PROCESSED IS
+//  NULL (never overwritten). Refused (MX_MARK_ERROR) in shadow mode.
+mx_mark_t
+    mx_mailbox_mark (mx_mailbox_t *self, int64_t id, int64_t now_ms, char **error);
+
+//  MIN and MAX of CMINMSGS_ID; both 0 when the table is empty.
+int
+    mx_mailbox_bounds (mx_mailbox_t *self, int64_t *min_id, int64_t *max_id,
+                       char **error);
+
+//  IDs that exist in [from, to], ascending, at most max (max >= 1) into ids;
+//  *count gets the number (0 on failure).
+int
+    mx_mailbox_existing (mx_mailbox_t *self, int64_t from, int64_t to,
+                         int64_t *ids, int max, int *count, char **error);
+
+//  True while a connection is open (it may still turn out to be lost).
+bool
+    mx_mailbox_connected (mx_mailbox_t *self);
+
+#endif

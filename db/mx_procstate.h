@@ -1,0 +1,159 @@
+/*  mx_procstate - the proc_state repository: one row per inbound message,
+    its lifecycle, identity binding and backfill intent, plus the inbox
+    cursor (W, hole_since).
+
+    Times are UTC epoch milliseconds, -1 for SQL NULL. Every function
+    returns 0 (or a count / found flag) on success and -1 with *error (a
+    malloc'd line) on failure.
+
+    Lifecycle writes are guarded by the state they expect (WHERE state IN
+    ('PENDING','FAILED')), and every terminal write sets the backfill intent
+    in the same statement (SPEC §3.3, seed §3.3 table 1).
+*/
+#ifndef MX_PROCSTATE_H_INCLUDED
+#define MX_PROCSTATE_H_INCLUDED
+
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+//  ---------------------------------------------------------------------
+//  Inbox cursor
+
+typedef struct {
+    int64_t w;                  //  committed_up_to
+    int64_t hole_since;         //  -1 = no hole timer
+    int64_t seeded_at;          //  -1 = never seeded
+} mx_cursor_t;
+
+int mx_cursor_get (PGconn *conn, mx_cursor_t *cursor, char **error);
+
+//  Ingress round: in ONE transaction, a PENDING row (source poll) for each
+//  id (ON CONFLICT DO NOTHING), the released hole if any (from > 0), and
+//  the new cursor. *inserted gets the number of new rows.
+int mx_procstate_enqueue (PGconn *conn, const int64_t *ids, const int64_t *received,
+                          size_t count, int64_t w, int64_t hole_since,
+                          int64_t released_from, int64_t released_to,
+                          int64_t now_ms, int *inserted, char **error);
+
+//  Cutover seeding: W = w and seeded_at = now in one statement, only on a
+//  fresh instance (W = 0 and proc_state empty). Returns 1 seeded, 0 refused
+//  (*error says why), -1 failure.
+int mx_cursor_seed (PGconn *conn, int64_t w, int64_t now_ms, char **error);
+
+//  Compat entry: a PENDING row with source 'compat'; nothing if it exists.
+int mx_procstate_insert_compat (PGconn *conn, int64_t msg_id, int64_t received_ms,
+                                int64_t now_ms, char **error);
+
+//  ---------------------------------------------------------------------
+//  The FIFO head and the lifecycle
+
+typedef enum {
+    MX_STATE_PENDING, MX_STATE_FAILED, MX_STATE_SUCCEEDED, MX_STATE_SKIPPED, MX_STATE_DEAD
+} mx_state_t;
+
+typedef enum {
+    MX_ERR_NONE, MX_ERR_MALFORMED, MX_ERR_PROTOCOL, MX_ERR_CODEC_ERROR,
+    MX_ERR_UNSUPPORTED, MX_ERR_INFRA, MX_ERR_EXHAUSTED
+} mx_error_class_t;
+
+const char *mx_state_name (mx_state_t state);
+const char *mx_error_class_name (mx_error_class_t error_class);
+//  MX_ERR_NONE for an unknown name.
+mx_error_class_t mx_error_class_lookup (const char *name);
+
+typedef struct {
+    int64_t msg_id;
+    mx_state_t state;
+    int attempts;
+    int64_t next_attempt_at;
+    int64_t processing_started_at;
+    int64_t updated_at;
+    int64_t received_at;
+    bool identity_bound;
+} mx_head_t;
+
+//  Lowest PENDING/FAILED row. Returns 1 found, 0 none, -1 failure.
+int mx_procstate_head (PGconn *conn, mx_head_t *head, char **error);
+//  The same, for one row (any state). Returns 1 found, 0 none, -1.
+int mx_procstate_get (PGconn *conn, int64_t msg_id, mx_head_t *row, char **error);
+
+//  processing_started_at = now, the first time only.
+int mx_procstate_mark_started (PGconn *conn, int64_t msg_id, int64_t now_ms, char **error);
+
+//  Record the decoded META (type/styp) on the row.
+int mx_procstate_set_kind (PGconn *conn, int64_t msg_id, const char *type, const char *styp,
+                           int64_t now_ms, char **error);
+
+//  A non-business terminal in one UPDATE: state, class (MX_ERR_NONE for
+//  SKIPPED), last_error, outcome, finished_at and the backfill intent.
+//  Returns 1 written, 0 the row was not PENDING/FAILED any more.
+int mx_procstate_finish (PGconn *conn, int64_t msg_id, mx_state_t state,
+                         mx_error_class_t error_class, const char *last_error,
+                         const char *outcome, int64_t now_ms, char **error);
+
+//  A failed attempt, one UPDATE: attempts + 1; at max_attempts the row goes
+//  straight to DEAD(EXHAUSTED) with the intent (last_error kept), else
+//  FAILED with next_attempt_at = now + backoff for that attempt.
+//  *dead tells which. Returns 1 written, 0 not PENDING/FAILED, -1.
+int mx_procstate_fail (PGconn *conn, int64_t msg_id, mx_error_class_t error_class,
+                       const char *last_error, int64_t now_ms, int max_attempts,
+                       const int64_t *backoff, size_t backoff_count, int64_t backoff_cap,
+                       bool *dead, char **error);
+
+//  Poison escalation of a FAILED head: DEAD(EXHAUSTED) with the intent,
+//  last_error kept. Returns 1 written, 0 not FAILED any more, -1.
+int mx_procstate_poison (PGconn *conn, int64_t msg_id, const char *why, int64_t now_ms,
+                         char **error);
+
+//  Bind the business identity (its own statement, outside any business
+//  transaction, so a rollback keeps it). Returns the msg_id that holds the
+//  key (this one, or the earlier duplicate), -1 on failure.
+int64_t mx_procstate_bind_identity (PGconn *conn, int64_t msg_id, const char *key,
+                                    int64_t now_ms, char **error);
+
+//  ---------------------------------------------------------------------
+//  Replay (SPEC §3.4)
+
+//  Rows replay may take: FAILED/DEAD with class CODEC_ERROR, UNSUPPORTED,
+//  INFRA or EXHAUSTED. Selection by class (error_class != MX_ERR_NONE) or
+//  by ids. The result is a JSON array text (malloc'd) of the matching rows
+//  {msg_id, state, error_class, last_error, type, styp, attempts,
+//  backfill_confirmed}; non-replayable ids asked for are listed with a
+//  "refused" reason.
+int mx_procstate_replay_candidates (PGconn *conn, mx_error_class_t error_class,
+                                    const int64_t *ids, size_t id_count,
+                                    char **json, char **error);
+
+//  Move the selected replayable rows back to PENDING (attempts 0,
+//  next_attempt_at, processing_started_at, backfill intent cleared, identity
+//  kept) and write the audit_log row, in one transaction. Rows locked by a
+//  backfill in progress are waited for (bounded by lock_timeout_ms), so a
+//  replay and a mark never interleave. *moved gets the count.
+int mx_procstate_replay (PGconn *conn, mx_error_class_t error_class,
+                         const int64_t *ids, size_t id_count, const char *os_user,
+                         int64_t lock_timeout_ms, int64_t now_ms, int *moved, char **error);
+
+//  ---------------------------------------------------------------------
+//  Backfill gate: the processed mark is written while the row is locked
+//  in a state that owes it, so a replay (which needs the same row lock)
+//  can never put the row back to PENDING between the check and the mark.
+
+//  BEGIN + lock the row if it is terminal with an unconfirmed, unabandoned
+//  intent. Returns 1 locked (transaction open: call _confirm or _release),
+//  0 nothing owed (transaction closed), -1 failure (closed).
+int mx_procstate_backfill_lock (PGconn *conn, int64_t msg_id, char **error);
+//  Record the confirmed mark and COMMIT.
+int mx_procstate_backfill_confirm (PGconn *conn, int64_t msg_id, int64_t now_ms, char **error);
+//  ROLLBACK without recording anything.
+void mx_procstate_backfill_release (PGconn *conn);
+
+//  ---------------------------------------------------------------------
+//  Audit
+
+int mx_audit_write (PGconn *conn, const char *actor, const char *os_user, const char *action,
+                    const char *target_json, const char *result, const char *detail,
+                    int64_t now_ms, char **error);
+
+#endif

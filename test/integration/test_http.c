@@ -1,0 +1,712 @@
+/*  Integration tests of the http actor (compat entry POST /cminmsgs/send):
+    the actor runs in-process against the test PostgreSQL (migrated) and a
+    test MariaDB mailbox; requests go over plain sockets.  */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <czmq.h>
+#include <libpq-fe.h>
+
+#include "mx_actor.h"
+#include "mx_clock.h"
+#include "mx_config.h"
+#include "mx_http.h"
+#include "mx_migrate.h"
+#include "mx_pg.h"
+#include "mx_testenv.h"
+
+//  2024-03-01T12:00:00Z; the fake clock stands 250 ms later.
+#define T0_MS 1709294400000LL
+#define NOW_MS (T0_MS + 250)
+#define MAX_BODY 1000
+#define IO_TIMEOUT_S 20
+
+typedef struct {
+    mx_testpg_t *pg;
+    mx_testmb_t *mb;
+    PGconn *conn;
+    MYSQL *admin;
+    mx_clock_t *clock;
+    mx_config_t *config;
+    mx_actor_args_t args;
+    zactor_t *actor;
+    int port;
+} fixture_t;
+
+typedef struct {
+    int status;                 //  0 = no response at all
+    char *head;                 //  status line and headers
+    char *body;
+} reply_t;
+
+//  ---------------------------------------------------------------------
+//  Helpers
+
+static void
+s_set (mx_config_t *config, const char *key, const char *value)
+{
+    zlist_t *errors = zlist_new ();
+    zlist_autofree (errors);
+    if (mx_config_set (config, key, value, errors))
+        fail_msg ("config %s = %s: %s", key, value, (char *) zlist_first (errors));
+    zlist_destroy (&errors);
+}
+
+static int
+s_setup (void **state)
+{
+    fixture_t *fx = calloc (1, sizeof *fx);
+    assert_non_null (fx);
+    fx->pg = mx_testpg_new ();
+    char *error = NULL;
+    fx->conn = mx_pg_connect (mx_testpg_conninfo (fx->pg), "test_http", 0, &error);
+    if (!fx->conn || mx_migrate_apply (fx->conn, NULL, &error))
+        fail_msg ("PostgreSQL set-up: %s", error);
+    fx->mb = mx_testmb_new ();
+    fx->admin = mx_testmb_connect (fx->mb);
+    fx->clock = mx_clock_new_fake (NOW_MS);
+    fx->port = mx_testenv_free_port ();
+
+    mx_config_t *config = mx_config_new_defaults ();
+    char text [64];
+    s_set (config, "msgx.pg.conninfo", mx_testpg_conninfo (fx->pg));
+    snprintf (text, sizeof text, "127.0.0.1:%d", fx->port);
+    s_set (config, "msgx.http.bind", text);
+    snprintf (text, sizeof text, "%d", MAX_BODY);
+    s_set (config, "msgx.http.max-body-bytes", text);
+    s_set (config, "mailbox.shared-mysql.enabled", "true");
+    s_set (config, "mailbox.shared-mysql.host", mx_testmb_host (fx->mb));
+    snprintf (text, sizeof text, "%d", mx_testmb_port (fx->mb));
+    s_set (config, "mailbox.shared-mysql.port", text);
+    s_set (config, "mailbox.shared-mysql.user", mx_testmb_user (fx->mb));
+    s_set (config, "mailbox.shared-mysql.password", mx_testmb_password (fx->mb));
+    s_set (config, "mailbox.shared-mysql.database", mx_testmb_database (fx->mb));
+    s_set (config, "mailbox.shared-mysql.time-zone", "+08:00");
+    s_set (config, "mailbox.shared-mysql.connect-timeout", "2s");
+    fx->config = config;
+    *state = fx;
+    return 0;
+}
+
+static int
+s_teardown (void **state)
+{
+    fixture_t *fx = *state;
+    zactor_destroy (&fx->actor);
+    mx_config_destroy (&fx->config);
+    mx_clock_destroy (&fx->clock);
+    mysql_close (fx->admin);
+    mx_testmb_destroy (&fx->mb);
+    mx_pg_disconnect (&fx->conn);
+    mx_testpg_destroy (&fx->pg);
+    free (fx);
+    return 0;
+}
+
+static void
+s_start (fixture_t *fx)
+{
+    zlist_t *errors = zlist_new ();
+    zlist_autofree (errors);
+    if (mx_config_validate (fx->config, errors))
+        fail_msg ("config invalid: %s", (char *) zlist_first (errors));
+    zlist_destroy (&errors);
+    fx->args = (mx_actor_args_t) { .name = "http", .config = fx->config, .clock = fx->clock };
+    char *detail = NULL, *error = NULL;
+    fx->actor = mx_actor_start (mx_http_actor, &fx->args, 10000, &detail, &error);
+    if (!fx->actor)
+        fail_msg ("http actor did not start: %s", error);
+    char expected [64];
+    snprintf (expected, sizeof expected, "listening on 127.0.0.1:%d", fx->port);
+    assert_non_null (strstr (detail, expected));
+    free (detail);
+}
+
+static int
+s_dial (int port)
+{
+    int fd = socket (AF_INET, SOCK_STREAM, 0);
+    assert_true (fd >= 0);
+    struct timeval timeout = { .tv_sec = IO_TIMEOUT_S };
+    setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    setsockopt (fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+    struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons ((uint16_t) port) };
+    addr.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+    if (connect (fd, (struct sockaddr *) &addr, sizeof addr))
+        fail_msg ("connect to 127.0.0.1:%d: %s", port, strerror (errno));
+    return fd;
+}
+
+//  Sends everything; false if the peer closed on us.
+static bool
+s_write (int fd, const void *data, size_t size)
+{
+    const char *at = (const char *) data;
+    while (size > 0) {
+        ssize_t sent = send (fd, at, size, MSG_NOSIGNAL);
+        if (sent < 0 && errno == EINTR)
+            continue;
+        if (sent <= 0)
+            return false;
+        at += sent;
+        size -= (size_t) sent;
+    }
+    return true;
+}
+
+//  Reads until the server closes (requests say Connection: close).
+static void
+s_read_reply (int fd, reply_t *reply)
+{
+    memset (reply, 0, sizeof *reply);
+    size_t size = 0, capacity = 4096;
+    char *data = malloc (capacity);
+    assert_non_null (data);
+    while (true) {
+        if (size + 1 >= capacity) {
+            capacity *= 2;
+            data = realloc (data, capacity);
+            assert_non_null (data);
+        }
+        ssize_t got = recv (fd, data + size, capacity - size - 1, 0);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            fail_msg ("no reply within %d s", IO_TIMEOUT_S);
+        if (got <= 0)
+            break;              //  closed (or reset)
+        size += (size_t) got;
+    }
+    data [size] = '\0';
+    char *end = strstr (data, "\r\n\r\n");
+    if (size == 0 || !end || sscanf (data, "HTTP/1.%*d %d", &reply->status) != 1) {
+        reply->status = 0;
+        reply->head = data;
+        reply->body = strdup ("");
+        return;
+    }
+    *end = '\0';
+    reply->head = data;
+    reply->body = strdup (end + 4);
+}
+
+static void
+s_reply_free (reply_t *reply)
+{
+    free (reply->head);
+    free (reply->body);
+    memset (reply, 0, sizeof *reply);
+}
+
+//  Value of header name in reply (case-insensitive name), or NULL.
+static char *
+s_header (reply_t *reply, const char *name, char *buf, size_t size)
+{
+    size_t length = strlen (name);
+    for (char *line = strstr (reply->head, "\r\n"); line; line = strstr (line + 2, "\r\n")) {
+        char *start = line + 2;
+        if (strncasecmp (start, name, length) == 0 && start [length] == ':') {
+            start += length + 1;
+            while (*start == ' ')
+                start++;
+            char *stop = strstr (start, "\r\n");
+            size_t value_length = stop ? (size_t) (stop - start) : strlen (start);
+            snprintf (buf, size, "%.*s", (int) value_length, start);
+            return buf;
+        }
+    }
+    return NULL;
+}
+
+//  One request with a Content-Length body (body may be NULL: no body and
+//  no Content-Length); content_type NULL: no such header.
+static void
+s_request (fixture_t *fx, const char *method, const char *path, const char *content_type,
+           const char *body, size_t size, reply_t *reply)
+{
+    int fd = s_dial (fx->port);
+    char *head = zsys_sprintf ("%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n",
+                               method, path);
+    if (content_type) {
+        char *more = zsys_sprintf ("%sContent-Type: %s\r\n", head, content_type);
+        free (head);
+        head = more;
+    }
+    if (body) {
+        char *more = zsys_sprintf ("%sContent-Length: %zu\r\n", head, size);
+        free (head);
+        head = more;
+    }
+    //  Headers and body in one write, as ordinary clients send small bodies.
+    size_t head_length = strlen (head);
+    char *request = malloc (head_length + 2 + size);
+    memcpy (request, head, head_length);
+    memcpy (request + head_length, "\r\n", 2);
+    if (body && size)
+        memcpy (request + head_length + 2, body, size);
+    assert_true (s_write (fd, request, head_length + 2 + (body ? size : 0)));
+    free (request);
+    free (head);
+    s_read_reply (fd, reply);
+    close (fd);
+}
+
+static void
+s_post (fixture_t *fx, const char *content_type, const char *body, reply_t *reply)
+{
+    s_request (fx, "POST", "/cminmsgs/send", content_type, body, strlen (body), reply);
+}
+
+static int64_t
+s_pg_count (fixture_t *fx, const char *sql)
+{
+    PGresult *res = NULL;
+    char *error = NULL;
+    if (mx_pg_exec (fx->conn, sql, 0, NULL, &res, &error))
+        fail_msg ("%s", error);
+    int64_t count = mx_pg_get_int64 (res, 0, 0);
+    PQclear (res);
+    return count;
+}
+
+static int64_t
+s_mailbox_count (fixture_t *fx)
+{
+    const char *sql = "SELECT COUNT(*) FROM CMINMSGS";
+    if (mysql_real_query (fx->admin, sql, strlen (sql)))
+        fail_msg ("%s: %s", sql, mysql_error (fx->admin));
+    MYSQL_RES *res = mysql_store_result (fx->admin);
+    assert_non_null (res);
+    int64_t count = strtoll (mysql_fetch_row (res) [0], NULL, 10);
+    mysql_free_result (res);
+    return count;
+}
+
+//  Status, received time as text, and message of row id, "|"-separated.
+static void
+s_mailbox_row (fixture_t *fx, int64_t id, char *out, size_t size)
+{
+    const char *sql = "SELECT CONCAT_WS('|', CMINMSGS_STATUS, CMINMSGS_DATE_RECEIVED,"
+                      " COALESCE(CMINMSGS_DATE_PROCESSED, 'NULL'), CMINMSGS_CLOB_MSG)"
+                      " FROM CMINMSGS WHERE CMINMSGS_ID = ?";
+    MYSQL_STMT *stmt = mysql_stmt_init (fx->admin);
+    long long id_value = id;
+    MYSQL_BIND param;
+    memset (&param, 0, sizeof param);
+    param.buffer_type = MYSQL_TYPE_LONGLONG;
+    param.buffer = &id_value;
+    unsigned long length = 0;
+    MYSQL_BIND result;
+    memset (&result, 0, sizeof result);
+    result.buffer_type = MYSQL_TYPE_STRING;
+    result.buffer = out;
+    result.buffer_length = (unsigned long) size - 1;
+    result.length = &length;
+    if (mysql_stmt_prepare (stmt, sql, strlen (sql)) || mysql_stmt_bind_param (stmt, &param)
+    ||  mysql_stmt_execute (stmt) || mysql_stmt_bind_result (stmt, &result))
+        fail_msg ("%s: %s", sql, mysql_stmt_error (stmt));
+    if (mysql_stmt_fetch (stmt) != 0)
+        fail_msg ("no mailbox row %" PRId64, id);
+    out [length] = '\0';
+    mysql_stmt_free_result (stmt);
+    mysql_stmt_close (stmt);
+}
+
+static void
+s_expect_refusal (reply_t *reply, int status, const char *words)
+{
+    if (reply->status != status)
+        fail_msg ("expected %d, got %d: %s %s", status, reply->status, reply->head, reply->body);
+    char type [128];
+    assert_non_null (s_header (reply, "Content-Type", type, sizeof type));
+    assert_true (strncmp (type, "text/plain", 10) == 0);
+    //  One line saying what and why.
+    size_t length = strlen (reply->body);
+    assert_true (length > 1);
+    assert_int_equal (reply->body [length - 1], '\n');
+    assert_ptr_equal (strchr (reply->body, '\n'), reply->body + length - 1);
+    if (!strstr (reply->body, words))
+        fail_msg ("'%s' not in the answer: %s", words, reply->body);
+}
+
+//  ---------------------------------------------------------------------
+
+static void
+test_post_stores_and_registers (void **state)
+{
+    fixture_t *fx = *state;
+    s_start (fx);
+    //  Control pauses the pipeline now and then; the entry does not care.
+    mx_cmd_send (zactor_sock (fx->actor), MX_CMD_PAUSE);
+
+    const char *xml = "<MSG><META><TYPE>FLOP</TYPE></META>\xe8\x88\xaa\xe7\x8f\xad</MSG>";
+    reply_t reply;
+    s_post (fx, "text/xml; charset=utf-8", xml, &reply);
+    assert_int_equal (reply.status, 200);
+    char type [128];
+    assert_non_null (s_header (&reply, "Content-Type", type, sizeof type));
+    assert_true (strncmp (type, "text/plain", 10) == 0);
+    char *end = NULL;
+    int64_t id = strtoll (reply.body, &end, 10);
+    assert_true (id > 0);
+    assert_int_equal (*end, '\0');          //  the ID and nothing else
+    s_reply_free (&reply);
+
+    //  The mailbox row: VALID, received now (in the mailbox's +08:00).
+    char row [512];
+    s_mailbox_row (fx, id, row, sizeof row);
+    char *expected = zsys_sprintf ("VALID|2024-03-01 20:00:00|NULL|%s", xml);
+    assert_string_equal (row, expected);
+    free (expected);
+
+    //  The proc_state row: PENDING, compat, received_at as the mailbox says.
+    PGresult *res = NULL;
+    char *error = NULL;
+    char id_text [MX_PG_INT64_BUFSIZE];
+    const char *params [] = { mx_pg_int64_text (id, id_text) };
+    if (mx_pg_exec (fx->conn,
+            "SELECT state, source, (extract (epoch FROM received_at) * 1000)::bigint,"
+            " (extract (epoch FROM created_at) * 1000)::bigint FROM proc_state WHERE msg_id = $1",
+            1, params, &res, &error))
+        fail_msg ("%s", error);
+    assert_int_equal (PQntuples (res), 1);
+    assert_string_equal (mx_pg_get_text (res, 0, 0), "PENDING");
+    assert_string_equal (mx_pg_get_text (res, 0, 1), "compat");
+    assert_int_equal (mx_pg_get_int64 (res, 0, 2), T0_MS);
+    assert_int_equal (mx_pg_get_int64 (res, 0, 3), NOW_MS);
+    PQclear (res);
+
+    //  Other accepted media types; IDs increase.
+    const char *types [] = { "application/xml", "text/plain", "TEXT/XML; Charset=\"UTF-8\"",
+                             "application/xml;charset=utf-8" };
+    int64_t last = id;
+    for (size_t i = 0; i < sizeof types / sizeof types [0]; i++) {
+        s_post (fx, types [i], "<MSG/>", &reply);
+        if (reply.status != 200)
+            fail_msg ("%s: %d %s", types [i], reply.status, reply.body);
+        int64_t next = strtoll (reply.body, NULL, 10);
+        assert_true (next > last);
+        last = next;
+        s_reply_free (&reply);
+    }
+    assert_int_equal (s_mailbox_count (fx), 5);
+    assert_int_equal (s_pg_count (fx, "SELECT count(*) FROM proc_state"
+                                      " WHERE state = 'PENDING' AND source = 'compat'"), 5);
+
+    //  A body of exactly the limit is accepted.
+    char *full = malloc (MAX_BODY + 1);
+    memset (full, 'x', MAX_BODY);
+    memcpy (full, "<a>", 3);
+    memcpy (full + MAX_BODY - 4, "</a>", 4);
+    full [MAX_BODY] = '\0';
+    s_post (fx, "application/xml", full, &reply);
+    assert_int_equal (reply.status, 200);
+    s_reply_free (&reply);
+    free (full);
+}
+
+static void
+test_too_large_by_content_length (void **state)
+{
+    fixture_t *fx = *state;
+    s_start (fx);
+    //  Refused on the headers alone: the body is never sent.
+    int fd = s_dial (fx->port);
+    const char *head = "POST /cminmsgs/send HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                       "Content-Type: application/xml\r\nContent-Length: 1001\r\n\r\n";
+    assert_true (s_write (fd, head, strlen (head)));
+    reply_t reply;
+    s_read_reply (fd, &reply);
+    close (fd);
+    s_expect_refusal (&reply, 413, "limit of 1000 bytes");
+    s_reply_free (&reply);
+
+    //  Also with Expect: 100-continue (no 100 is sent first).
+    fd = s_dial (fx->port);
+    head = "POST /cminmsgs/send HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+           "Content-Type: text/xml\r\nExpect: 100-continue\r\nContent-Length: 99999999999\r\n\r\n";
+    assert_true (s_write (fd, head, strlen (head)));
+    s_read_reply (fd, &reply);
+    close (fd);
+    s_expect_refusal (&reply, 413, "msgx.http.max-body-bytes");
+    s_reply_free (&reply);
+    assert_int_equal (s_mailbox_count (fx), 0);
+}
+
+//  Sends a chunked body of total bytes in pieces of chunk bytes.
+static bool
+s_send_chunked (int fd, size_t total, size_t chunk)
+{
+    const char *head = "POST /cminmsgs/send HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                       "Content-Type: application/xml\r\nTransfer-Encoding: chunked\r\n\r\n";
+    if (!s_write (fd, head, strlen (head)))
+        return false;
+    char *data = malloc (chunk);
+    memset (data, 'y', chunk);
+    data [0] = '<';
+    bool ok = true;
+    for (size_t sent = 0; sent < total && ok; sent += chunk) {
+        size_t size = total - sent < chunk ? total - sent : chunk;
+        char line [32];
+        snprintf (line, sizeof line, "%zx\r\n", size);
+        ok = s_write (fd, line, strlen (line)) && s_write (fd, data, size) && s_write (fd, "\r\n", 2);
+    }
+    free (data);
+    return ok && s_write (fd, "0\r\n\r\n", 5);
+}
+
+static void
+test_too_large_chunked (void **state)
+{
+    fixture_t *fx = *state;
+    s_start (fx);
+    int fd = s_dial (fx->port);
+    assert_true (s_send_chunked (fd, 3 * 500, 500));
+    reply_t reply;
+    s_read_reply (fd, &reply);
+    close (fd);
+    s_expect_refusal (&reply, 413, "limit of 1000 bytes");
+    s_reply_free (&reply);
+    assert_int_equal (s_mailbox_count (fx), 0);
+
+    //  Within the limit, chunked is fine.
+    fd = s_dial (fx->port);
+    assert_true (s_send_chunked (fd, 900, 300));
+    s_read_reply (fd, &reply);
+    close (fd);
+    assert_int_equal (reply.status, 200);
+    s_reply_free (&reply);
+    assert_int_equal (s_mailbox_count (fx), 1);
+
+    //  A refused body that keeps coming is cut off, without an answer, and
+    //  the server carries on.
+    fd = s_dial (fx->port);
+    s_send_chunked (fd, 4 * 1024 * 1024, 64 * 1024);
+    s_read_reply (fd, &reply);
+    close (fd);
+    assert_int_equal (reply.status, 0);
+    s_reply_free (&reply);
+    s_post (fx, "application/xml", "<after/>", &reply);
+    assert_int_equal (reply.status, 200);
+    s_reply_free (&reply);
+    assert_int_equal (s_mailbox_count (fx), 2);
+}
+
+static void
+test_bad_requests (void **state)
+{
+    fixture_t *fx = *state;
+    s_start (fx);
+    reply_t reply;
+
+    s_post (fx, "application/xml", "", &reply);
+    s_expect_refusal (&reply, 400, "empty body");
+    s_reply_free (&reply);
+
+    s_post (fx, "application/json", "{\"a\":1}", &reply);
+    s_expect_refusal (&reply, 415, "application/json");
+    s_reply_free (&reply);
+    s_post (fx, "text/xml; charset=iso-8859-1", "<a/>", &reply);
+    s_expect_refusal (&reply, 415, "charset 'iso-8859-1'");
+    s_reply_free (&reply);
+    s_post (fx, NULL, "<a/>", &reply);
+    s_expect_refusal (&reply, 415, "missing Content-Type");
+    s_reply_free (&reply);
+    s_post (fx, "textual/xml", "<a/>", &reply);
+    s_expect_refusal (&reply, 415, "unsupported media type");
+    s_reply_free (&reply);
+
+    const char *methods [] = { "GET", "PUT", "DELETE" };
+    for (size_t i = 0; i < 3; i++) {
+        s_request (fx, methods [i], "/cminmsgs/send", NULL, NULL, 0, &reply);
+        s_expect_refusal (&reply, 405, methods [i]);
+        char allow [64];
+        assert_non_null (s_header (&reply, "Allow", allow, sizeof allow));
+        assert_string_equal (allow, "POST");
+        s_reply_free (&reply);
+    }
+    s_request (fx, "POST", "/cminmsgs/other", "application/xml", "<a/>", 4, &reply);
+    s_expect_refusal (&reply, 404, "/cminmsgs/other");
+    s_reply_free (&reply);
+    s_request (fx, "GET", "/", NULL, NULL, 0, &reply);
+    s_expect_refusal (&reply, 404, "POST /cminmsgs/send");
+    s_reply_free (&reply);
+
+    //  Not UTF-8: a broken sequence, an overlong '/', a surrogate, a
+    //  truncated sequence at the end.
+    const char *bad [] = { "<a>\xc3\x28</a>", "<a>\xc0\xaf</a>", "<a>\xed\xa0\x80</a>", "<a/>\xe8\x88" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad [0]; i++) {
+        s_post (fx, "text/xml; charset=utf-8", bad [i], &reply);
+        s_expect_refusal (&reply, 400, "not valid UTF-8");
+        s_reply_free (&reply);
+    }
+    assert_int_equal (s_mailbox_count (fx), 0);
+    assert_int_equal (s_pg_count (fx, "SELECT count(*) FROM proc_state"), 0);
+}
+
+static void
+test_mailbox_unreachable_writes_nothing (void **state)
+{
+    fixture_t *fx = *state;
+    //  A port that refuses connections: bound, not listening.
+    int fd = socket (AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = { .sin_family = AF_INET };
+    addr.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+    socklen_t length = sizeof addr;
+    assert_int_equal (bind (fd, (struct sockaddr *) &addr, sizeof addr), 0);
+    assert_int_equal (getsockname (fd, (struct sockaddr *) &addr, &length), 0);
+    char port [16];
+    snprintf (port, sizeof port, "%d", ntohs (addr.sin_port));
+    s_set (fx->config, "mailbox.shared-mysql.port", port);
+    s_start (fx);
+
+    reply_t reply;
+    s_post (fx, "application/xml", "<MSG/>", &reply);
+    s_expect_refusal (&reply, 503, "mailbox unavailable: cannot connect to the mailbox");
+    s_reply_free (&reply);
+    assert_int_equal (s_pg_count (fx, "SELECT count(*) FROM proc_state"), 0);
+    assert_int_equal (s_mailbox_count (fx), 0);
+    close (fd);
+}
+
+static void
+test_shadow_and_disabled_write_nothing (void **state)
+{
+    fixture_t *fx = *state;
+    s_set (fx->config, "msgx.shadow", "true");
+    s_start (fx);
+    reply_t reply;
+    s_post (fx, "application/xml", "<MSG/>", &reply);
+    s_expect_refusal (&reply, 503, "shadow mode: ");
+    assert_true (strncmp (reply.body, "shadow mode: ", 13) == 0);
+    s_reply_free (&reply);
+    assert_int_equal (s_mailbox_count (fx), 0);
+    assert_int_equal (s_pg_count (fx, "SELECT count(*) FROM proc_state"), 0);
+    zactor_destroy (&fx->actor);
+
+    s_set (fx->config, "msgx.shadow", "false");
+    s_set (fx->config, "mailbox.shared-mysql.enabled", "false");
+    s_start (fx);
+    s_post (fx, "application/xml", "<MSG/>", &reply);
+    s_expect_refusal (&reply, 503, "mailbox disabled");
+    s_reply_free (&reply);
+    assert_int_equal (s_mailbox_count (fx), 0);
+    assert_int_equal (s_pg_count (fx, "SELECT count(*) FROM proc_state"), 0);
+}
+
+static void
+test_proc_state_failure_still_answers_200 (void **state)
+{
+    fixture_t *fx = *state;
+    int dead = mx_testenv_free_port ();
+    char conninfo [128];
+    snprintf (conninfo, sizeof conninfo, "host=127.0.0.1 port=%d dbname=nothing connect_timeout=2", dead);
+    s_set (fx->config, "msgx.pg.conninfo", conninfo);
+    s_start (fx);
+    reply_t reply;
+    s_post (fx, "application/xml", "<MSG/>", &reply);
+    assert_int_equal (reply.status, 200);
+    int64_t id = strtoll (reply.body, NULL, 10);
+    s_reply_free (&reply);
+    //  The mailbox row exists for polling to find; no proc_state row.
+    char row [256];
+    s_mailbox_row (fx, id, row, sizeof row);
+    assert_string_equal (row, "VALID|2024-03-01 20:00:00|NULL|<MSG/>");
+    assert_int_equal (s_pg_count (fx, "SELECT count(*) FROM proc_state"), 0);
+}
+
+static void
+test_slow_client_does_not_block_others (void **state)
+{
+    fixture_t *fx = *state;
+    s_start (fx);
+    int slow = s_dial (fx->port);
+    const char *half = "POST /cminmsgs/send HTTP/1.1\r\nHost: x\r\nContent-Type: appl";
+    assert_true (s_write (slow, half, strlen (half)));
+    int slow_body = s_dial (fx->port);
+    const char *head = "POST /cminmsgs/send HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                       "Content-Type: application/xml\r\nContent-Length: 100\r\n\r\n<MSG>";
+    assert_true (s_write (slow_body, head, strlen (head)));
+
+    reply_t reply;
+    s_post (fx, "application/xml", "<fast/>", &reply);
+    assert_int_equal (reply.status, 200);
+    s_reply_free (&reply);
+    assert_int_equal (s_mailbox_count (fx), 1);
+
+    //  The slow one still completes when it finally sends the rest.
+    const char *rest = "ication/xml\r\nConnection: close\r\nContent-Length: 7\r\n\r\n<slow/>";
+    assert_true (s_write (slow, rest, strlen (rest)));
+    s_read_reply (slow, &reply);
+    assert_int_equal (reply.status, 200);
+    s_reply_free (&reply);
+    close (slow);
+    close (slow_body);
+    assert_int_equal (s_mailbox_count (fx), 2);
+}
+
+static void
+test_start_failed_when_port_taken (void **state)
+{
+    fixture_t *fx = *state;
+    int fd = socket (AF_INET, SOCK_STREAM, 0);
+    int on = 1;
+    setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons ((uint16_t) fx->port) };
+    addr.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+    assert_int_equal (bind (fd, (struct sockaddr *) &addr, sizeof addr), 0);
+    assert_int_equal (listen (fd, 4), 0);
+
+    fx->args = (mx_actor_args_t) { .name = "http", .config = fx->config, .clock = fx->clock };
+    char *detail = NULL, *error = NULL;
+    zactor_t *actor = mx_actor_start (mx_http_actor, &fx->args, 10000, &detail, &error);
+    assert_null (actor);
+    assert_null (detail);
+    char expected [96];
+    snprintf (expected, sizeof expected, "cannot listen on 127.0.0.1:%d: Address already in use", fx->port);
+    assert_string_equal (error, expected);
+    free (error);
+    close (fd);
+
+    //  Once free, the port can be taken, and given back on $TERM.
+    s_start (fx);
+    zactor_destroy (&fx->actor);
+    s_start (fx);
+    reply_t reply;
+    s_post (fx, "application/xml", "<MSG/>", &reply);
+    assert_int_equal (reply.status, 200);
+    s_reply_free (&reply);
+}
+
+int
+main (void)
+{
+    zsys_init ();
+    zsys_handler_set (NULL);
+    const struct CMUnitTest tests [] = {
+        cmocka_unit_test_setup_teardown (test_post_stores_and_registers, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_too_large_by_content_length, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_too_large_chunked, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_bad_requests, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_mailbox_unreachable_writes_nothing, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_shadow_and_disabled_write_nothing, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_proc_state_failure_still_answers_200, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_slow_client_does_not_block_others, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_start_failed_when_port_taken, s_setup, s_teardown),
+    };
+    return cmocka_run_group_tests (tests, NULL, NULL);
+}

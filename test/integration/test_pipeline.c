@@ -1,0 +1,598 @@
+/*  Integration tests of the inbound lifecycle (SPEC §3, seed §8) on real
+    PostgreSQL and MariaDB, with the injected clock.
+
+    Waiting is on database events: the test database gets a trigger that
+    NOTIFYs on every proc_state / inbox_cursor change and records terminal
+    transitions in order, and the test LISTENs.  */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <czmq.h>
+#include <jansson.h>
+#include <libpq-fe.h>
+#include <poll.h>
+
+#include "mx_actor.h"
+#include "mx_config.h"
+#include "mx_control.h"
+#include "mx_inbox.h"
+#include "mx_ingress.h"
+#include "mx_migrate.h"
+#include "mx_pg.h"
+#include "mx_processor.h"
+#include "mx_procstate.h"
+#include "mx_pump.h"
+#include "mx_testenv.h"
+
+#define WAIT_MS 20000
+#define DELAY 300000            //  max-commit-delay in these tests
+#define T0 1767225600000LL      //  2026-01-01T00:00:00Z
+
+typedef struct {
+    mx_testpg_t *pg;
+    mx_testmb_t *mb;
+    char *dir;
+    mx_clock_t *clock;
+    mx_config_t *config;
+    PGconn *conn;               //  the test's own connection, LISTENing
+} fixture_t;
+
+static const char *s_watch_sql =
+    "CREATE TABLE mx_test_order (seq bigserial PRIMARY KEY, msg_id bigint, state text, has_intent boolean);"
+    "CREATE FUNCTION mx_test_watch () RETURNS trigger LANGUAGE plpgsql AS $$"
+    " BEGIN"
+    "  IF TG_TABLE_NAME = 'proc_state' THEN"
+    "   IF NEW.state IN ('SUCCEEDED','SKIPPED','DEAD')"
+    "      AND (TG_OP = 'INSERT' OR OLD.state NOT IN ('SUCCEEDED','SKIPPED','DEAD')) THEN"
+    "    INSERT INTO mx_test_order (msg_id, state, has_intent)"
+    "    VALUES (NEW.msg_id, NEW.state, NEW.backfill_next_at IS NOT NULL AND NEW.finished_at IS NOT NULL);"
+    "   END IF;"
+    "  END IF;"
+    "  PERFORM pg_notify ('mx_test', TG_TABLE_NAME);"
+    "  RETURN NEW;"
+    " END $$;"
+    "CREATE TRIGGER mx_test_watch AFTER INSERT OR UPDATE ON proc_state FOR EACH ROW EXECUTE FUNCTION mx_test_watch ();"
+    "CREATE TRIGGER mx_test_watch AFTER INSERT OR UPDATE ON inbox_cursor FOR EACH ROW EXECUTE FUNCTION mx_test_watch ();"
+    "LISTEN mx_test;";
+
+static int
+s_setup (void **state)
+{
+    fixture_t *fx = calloc (1, sizeof *fx);
+    fx->pg = mx_testpg_new ();
+    fx->mb = mx_testmb_new ();
+    fx->dir = mx_testenv_tmpdir ();
+    fx->clock = mx_clock_new_fake (T0);
+    fx->conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
+    assert_int_equal (PQstatus (fx->conn), CONNECTION_OK);
+    char *error = NULL;
+    int applied = 0;
+    if (mx_migrate_apply (fx->conn, &applied, &error))
+        fail_msg ("migrations: %s", error);
+    PGresult *res = PQexec (fx->conn, s_watch_sql);
+    if (PQresultStatus (res) != PGRES_COMMAND_OK)
+        fail_msg ("watch trigger: %s", PQerrorMessage (fx->conn));
+    PQclear (res);
+
+    mx_config_t *config = mx_config_new_defaults ();
+    char port [16], endpoint [512];
+    snprintf (port, sizeof port, "%d", mx_testmb_port (fx->mb));
+    snprintf (endpoint, sizeof endpoint, "ipc://%s/admin.sock", fx->dir);
+    const char *settings [][2] = {
+        { "msgx.pg.conninfo", mx_testpg_conninfo (fx->pg) },
+        { "msgx.admin.endpoint", endpoint },
+        { "msgx.pipeline.autostart", "true" },
+        { "msgx.pipeline.max-commit-delay", "5m" },
+        { "msgx.pipeline.max-attempts", "2" },
+        { "msgx.pipeline.backoff-ms", "1000" },
+        { "msgx.pipeline.claim-batch", "10" },
+        { "mailbox.shared-mysql.enabled", "true" },
+        { "mailbox.shared-mysql.host", mx_testmb_host (fx->mb) },
+        { "mailbox.shared-mysql.port", port },
+        { "mailbox.shared-mysql.user", mx_testmb_user (fx->mb) },
+        { "mailbox.shared-mysql.password", mx_testmb_password (fx->mb) },
+        { "mailbox.shared-mysql.database", mx_testmb_database (fx->mb) },
+        { "mailbox.shared-mysql.time-zone", "+00:00" },
+    };
+    for (size_t i = 0; i < sizeof settings / sizeof settings [0]; i++)
+        if (mx_config_set (config, settings [i][0], settings [i][1], NULL))
+            fail_msg ("config %s", settings [i][0]);
+    fx->config = config;
+    *state = fx;
+    return 0;
+}
+
+static int
+s_teardown (void **state)
+{
+    fixture_t *fx = *state;
+    PQfinish (fx->conn);
+    mx_config_destroy (&fx->config);
+    mx_clock_destroy (&fx->clock);
+    mx_testmb_destroy (&fx->mb);
+    mx_testpg_destroy (&fx->pg);
+    mx_testenv_rmtree (fx->dir);
+    free (fx->dir);
+    free (fx);
+    return 0;
+}
+
+//  ---------------------------------------------------------------------
+//  Helpers
+
+static char *
+s_value (fixture_t *fx, const char *sql)
+{
+    PGresult *res = PQexec (fx->conn, sql);
+    if (PQresultStatus (res) != PGRES_TUPLES_OK)
+        fail_msg ("%s: %s", sql, PQerrorMessage (fx->conn));
+    char *value = strdup (PQntuples (res) ? PQgetvalue (res, 0, 0) : "");
+    PQclear (res);
+    return value;
+}
+
+static void
+s_assert_value (fixture_t *fx, const char *sql, const char *expected)
+{
+    char *value = s_value (fx, sql);
+    if (strcmp (value, expected) != 0)
+        fail_msg ("%s\n  gave '%s', expected '%s'", sql, value, expected);
+    free (value);
+}
+
+//  Waits for a boolean query to become true, woken by NOTIFYs.
+static void
+s_wait (fixture_t *fx, const char *condition)
+{
+    int64_t deadline = zclock_mono () + WAIT_MS;
+    while (true) {
+        char *value = s_value (fx, condition);
+        bool done = strcmp (value, "t") == 0;
+        free (value);
+        if (done)
+            return;
+        int64_t left = deadline - zclock_mono ();
+        if (left <= 0)
+            fail_msg ("condition never became true: %s", condition);
+        struct pollfd item = { PQsocket (fx->conn), POLLIN, 0 };
+        poll (&item, 1, (int) left);
+        PQconsumeInput (fx->conn);
+        PGnotify *notify;
+        while ((notify = PQnotifies (fx->conn)))
+            PQfreemem (notify);
+    }
+}
+
+static const char *
+s_flop (int seqn, char *buf, size_t size)
+{
+    snprintf (buf, size,
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?><MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN>"
+        "<DTTM>20260101080000</DTTM><TYPE>FLOP</TYPE><STYP>STND</STYP></META>"
+        "<FLOP><FLID>1001</FLID><FFID>CA-CA101-A-01JAN260800-D</FFID><STND>S20%d</STND></FLOP></MSG>",
+        seqn, seqn % 10);
+    return buf;
+}
+
+static const char *
+s_ldm (int seqn, char *buf, size_t size)
+{
+    snprintf (buf, size,
+        "<MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DTTM>20260101080000</DTTM>"
+        "<TYPE>LDM</TYPE><STYP>UPD</STYP></META><LDM>x</LDM></MSG>", seqn);
+    return buf;
+}
+
+static const char *s_malformed = "<MSG><META><SNDR>AODB</SNDR></META>";
+
+static void
+s_insert (fixture_t *fx, int64_t id, const char *xml)
+{
+    assert_int_equal (mx_testmb_insert (fx->mb, id, xml, T0), id);
+}
+
+static void
+s_round (mx_inbox_t *inbox, int64_t now, mx_inbox_round_t *round)
+{
+    char *error = NULL;
+    if (mx_inbox_round (inbox, now, round, &error))
+        fail_msg ("round failed: %s", error);
+}
+
+//  ---------------------------------------------------------------------
+//  Ingress rounds
+
+static void
+test_repeated_scans_never_duplicate_or_lose (void **state)
+{
+    fixture_t *fx = *state;
+    char xml [512];
+    for (int id = 1; id <= 5; id++)
+        s_insert (fx, id, s_ldm (id, xml, sizeof xml));
+    mx_inbox_t *inbox = mx_inbox_new (fx->config);
+    mx_inbox_round_t round;
+    s_round (inbox, T0, &round);
+    assert_int_equal (round.w, 5);
+    assert_int_equal (round.enqueued, 5);
+    s_round (inbox, T0 + 1, &round);
+    assert_int_equal (round.enqueued, 0);
+    assert_int_equal (round.w, 5);
+    //  An enqueue interrupted after the rows but before the cursor: the
+    //  next scan sees the same IDs again and adds nothing twice.
+    PQclear (PQexec (fx->conn, "UPDATE inbox_cursor SET committed_up_to = 2"));
+    s_round (inbox, T0 + 2, &round);
+    assert_int_equal (round.w, 5);
+    assert_int_equal (round.enqueued, 0);
+    s_assert_value (fx, "SELECT count(*) || '/' || count(DISTINCT msg_id) || '/' || min(msg_id) || '/' || max(msg_id)"
+                        " FROM proc_state WHERE state = 'PENDING' AND source = 'poll'", "5/5/1/5");
+    s_assert_value (fx, "SELECT bool_and (received_at = to_timestamp (1767225600)) FROM proc_state", "t");
+    mx_inbox_destroy (&inbox);
+}
+
+static void
+test_hole_holds_w_then_only_the_hole_is_released (void **state)
+{
+    fixture_t *fx = *state;
+    char xml [512];
+    for (int id = 1; id <= 6; id++)
+        if (id != 3 && id != 5)
+            s_insert (fx, id, s_ldm (id, xml, sizeof xml));
+    mx_inbox_t *inbox = mx_inbox_new (fx->config);
+    mx_inbox_round_t round;
+    s_round (inbox, T0, &round);
+    assert_int_equal (round.w, 2);
+    assert_int_equal (round.hole_since, T0);
+    s_round (inbox, T0 + DELAY - 1, &round);       //  within the window
+    assert_int_equal (round.w, 2);
+    assert_int_equal (round.hole_since, T0);
+    s_assert_value (fx, "SELECT count(*) FROM proc_state", "2");
+    //  Aged: hole 3 released alone; hole 5 is new and gets a full window.
+    s_round (inbox, T0 + DELAY, &round);
+    assert_true (round.released);
+    assert_int_equal (round.released_from, 3);
+    assert_int_equal (round.released_to, 3);
+    assert_int_equal (round.w, 4);
+    assert_int_equal (round.hole_since, T0 + DELAY);
+    s_assert_value (fx, "SELECT id_from || '-' || id_to FROM released_hole", "3-3");
+    s_round (inbox, T0 + 2 * DELAY - 1, &round);
+    assert_int_equal (round.w, 4);
+    s_assert_value (fx, "SELECT count(*) FROM proc_state WHERE msg_id IN (3, 5)", "0");
+    //  Late arrival of 3 in its released hole: detected, never enqueued.
+    s_insert (fx, 3, s_ldm (3, xml, sizeof xml));
+    int detected = 0;
+    char *message = NULL, *error = NULL;
+    assert_int_equal (mx_inbox_late_check (inbox, T0 + 2 * DELAY, &detected, &message, &error), 0);
+    assert_int_equal (detected, 1);
+    assert_non_null (strstr (message, "released hole 3..3"));
+    free (message);
+    assert_int_equal (mx_inbox_late_check (inbox, T0 + 2 * DELAY + 1, &detected, &message, &error), 0);
+    assert_int_equal (detected, 0);                 //  counted once
+    s_assert_value (fx, "SELECT late_ids::text FROM released_hole", "{3}");
+    s_assert_value (fx, "SELECT count(*) FROM proc_state WHERE msg_id = 3", "0");
+    mx_inbox_destroy (&inbox);
+}
+
+static void
+test_filled_hole_resets_and_a_new_hole_gets_a_full_window (void **state)
+{
+    fixture_t *fx = *state;
+    char xml [512];
+    s_insert (fx, 1, s_ldm (1, xml, sizeof xml));
+    s_insert (fx, 3, s_ldm (3, xml, sizeof xml));
+    s_insert (fx, 5, s_ldm (5, xml, sizeof xml));
+    mx_inbox_t *inbox = mx_inbox_new (fx->config);
+    mx_inbox_round_t round;
+    s_round (inbox, T0, &round);
+    assert_int_equal (round.w, 1);
+    assert_int_equal (round.hole_since, T0);
+    //  Hole 2 fills just before it would age; hole 4 is new.
+    s_insert (fx, 2, s_ldm (2, xml, sizeof xml));
+    s_round (inbox, T0 + DELAY - 1, &round);
+    assert_int_equal (round.w, 3);
+    assert_int_equal (round.hole_since, T0 + DELAY - 1);
+    //  The old timer would have expired now; the new one has not.
+    s_round (inbox, T0 + DELAY + 1000, &round);
+    assert_int_equal (round.w, 3);
+    assert_false (round.released);
+    s_insert (fx, 4, s_ldm (4, xml, sizeof xml));
+    s_round (inbox, T0 + DELAY + 2000, &round);
+    assert_int_equal (round.w, 5);
+    assert_int_equal (round.hole_since, -1);
+    s_assert_value (fx, "SELECT count(*) FROM released_hole", "0");
+    mx_inbox_destroy (&inbox);
+}
+
+static void
+test_unreadable_mailbox_is_a_failure_not_an_empty_batch (void **state)
+{
+    fixture_t *fx = *state;
+    assert_int_equal (mx_config_set (fx->config, "mailbox.shared-mysql.port", "1", NULL), 0);
+    mx_inbox_t *inbox = mx_inbox_new (fx->config);
+    mx_inbox_round_t round;
+    char *error = NULL;
+    assert_int_equal (mx_inbox_round (inbox, T0, &round, &error), -1);
+    assert_non_null (strstr (error, "mailbox unreadable"));
+    free (error);
+    s_assert_value (fx, "SELECT committed_up_to FROM inbox_cursor", "0");
+    mx_inbox_destroy (&inbox);
+}
+
+static void
+test_cutover_forms_and_refusal_on_a_used_instance (void **state)
+{
+    fixture_t *fx = *state;
+    char xml [512];
+    for (int id = 101; id <= 104; id++)
+        s_insert (fx, id, s_ldm (id, xml, sizeof xml));
+    mx_inbox_t *inbox = mx_inbox_new (fx->config);
+    int64_t w = 0;
+    char *message = NULL;
+    assert_int_equal (mx_inbox_cutover (inbox, "soon", "tester", T0, &w, &message), 0);
+    assert_non_null (strstr (message, "invalid cutover watermark"));
+    free (message);
+    assert_int_equal (mx_inbox_cutover (inbox, "min", "tester", T0, &w, &message), 1);
+    assert_int_equal (w, 100);
+    free (message);
+    s_assert_value (fx, "SELECT committed_up_to || '/' || (seeded_at IS NOT NULL) FROM inbox_cursor", "100/true");
+    //  A second cutover is refused: the instance is not fresh any more.
+    assert_int_equal (mx_inbox_cutover (inbox, "max", "tester", T0, &w, &message), 0);
+    assert_non_null (strstr (message, "not fresh"));
+    free (message);
+    s_assert_value (fx, "SELECT committed_up_to FROM inbox_cursor", "100");
+    s_assert_value (fx, "SELECT string_agg (result, ',' ORDER BY id) FROM audit_log WHERE action = 'cutover'",
+                    "ok,refused");
+    mx_inbox_round_t round;
+    s_round (inbox, T0, &round);
+    assert_int_equal (round.w, 104);
+    assert_int_equal (round.enqueued, 4);
+    mx_inbox_destroy (&inbox);
+
+    //  max and an explicit ID on fresh databases.
+    PQclear (PQexec (fx->conn, "TRUNCATE proc_state; UPDATE inbox_cursor SET committed_up_to = 0, seeded_at = NULL"));
+    inbox = mx_inbox_new (fx->config);
+    assert_int_equal (mx_inbox_cutover (inbox, "max", NULL, T0, &w, &message), 1);
+    assert_int_equal (w, 104);
+    free (message);
+    PQclear (PQexec (fx->conn, "UPDATE inbox_cursor SET committed_up_to = 0, seeded_at = NULL"));
+    assert_int_equal (mx_inbox_cutover (inbox, "102", NULL, T0, &w, &message), 1);
+    assert_int_equal (w, 102);
+    free (message);
+    PQclear (PQexec (fx->conn, "UPDATE inbox_cursor SET committed_up_to = 0, seeded_at = NULL"));
+    assert_int_equal (mx_inbox_cutover (inbox, "zero", NULL, T0, &w, &message), 1);
+    assert_int_equal (w, 0);
+    free (message);
+    mx_inbox_destroy (&inbox);
+}
+
+//  ---------------------------------------------------------------------
+//  The whole inbound pipeline through control
+
+static const mx_actor_def_t s_pipeline [] = {
+    { "processor", mx_processor_actor, true },
+    { "pump", mx_pump_actor, true },
+    { "ingress", mx_ingress_actor, true },
+};
+
+static zactor_t *
+s_start (fixture_t *fx, mx_control_args_t *args)
+{
+    *args = (mx_control_args_t) { fx->config, fx->clock, s_pipeline, 3, "none" };
+    char *detail = NULL, *error = NULL;
+    zactor_t *control = mx_actor_start (mx_control_actor, args, 10000, &detail, &error);
+    if (!control)
+        fail_msg ("control: %s", error);
+    free (detail);
+    return control;
+}
+
+static char *
+s_admin (fixture_t *fx, const char *verb, const char *args, char **payload)
+{
+    zsock_t *req = zsock_new_req (fx->config->admin_endpoint);
+    zstr_sendm (req, verb);
+    zstr_send (req, args);
+    zmq_pollitem_t item = { zsock_resolve (req), 0, ZMQ_POLLIN, 0 };
+    assert_int_equal (zmq_poll (&item, 1, WAIT_MS), 1);
+    char *verdict = NULL;
+    zstr_recvx (req, &verdict, payload, NULL);
+    zsock_destroy (&req);
+    return verdict;
+}
+
+static void
+test_failed_head_blocks_everything_behind_it_until_due (void **state)
+{
+    fixture_t *fx = *state;
+    char xml [512];
+    s_insert (fx, 1, s_flop (1, xml, sizeof xml));     //  UNSUPPORTED in this build
+    s_insert (fx, 2, s_malformed);
+    s_insert (fx, 3, s_ldm (3, xml, sizeof xml));
+    s_insert (fx, 4, s_ldm (3, xml, sizeof xml));      //  same identity as 3
+    mx_control_args_t args;
+    zactor_t *control = s_start (fx, &args);
+
+    s_wait (fx, "SELECT state = 'FAILED' AND attempts = 1 FROM proc_state WHERE msg_id = 1");
+    s_assert_value (fx, "SELECT error_class || ' ' || (next_attempt_at = to_timestamp (1767225601))"
+                        " FROM proc_state WHERE msg_id = 1", "UNSUPPORTED true");
+    //  Nothing behind the head moves while it backs off (fake clock: no
+    //  amount of real time changes that).
+    s_assert_value (fx, "SELECT string_agg (state, ',' ORDER BY msg_id) FROM proc_state WHERE msg_id > 1",
+                    "PENDING,PENDING,PENDING");
+    mx_clock_advance (fx->clock, 999);
+    s_assert_value (fx, "SELECT attempts FROM proc_state WHERE msg_id = 1", "1");
+    //  Due: the retry runs, attempts reach max-attempts (2): DEAD(EXHAUSTED),
+    //  and the rest drains in order.
+    mx_clock_advance (fx->clock, 1);
+    s_wait (fx, "SELECT count(*) = 4 FROM mx_test_order");
+    s_assert_value (fx, "SELECT string_agg (msg_id || ':' || state, ' ' ORDER BY seq) FROM mx_test_order",
+                    "1:DEAD 2:DEAD 3:SKIPPED 4:SKIPPED");
+    s_assert_value (fx, "SELECT string_agg (msg_id || ':' || coalesce (error_class, '-') || ':' || coalesce (outcome, '-'),"
+                        " ' ' ORDER BY msg_id) FROM proc_state",
+                    "1:EXHAUSTED:- 2:MALFORMED:- 3:-:ignored:LDM 4:-:duplicate-of:3");
+    s_assert_value (fx, "SELECT last_error LIKE 'UNSUPPORTED: no processor for FLOP/STND%' FROM proc_state WHERE msg_id = 1", "t");
+    //  Non-business terminals: intent and finish written with the state,
+    //  no flight and no event touched.
+    s_assert_value (fx, "SELECT bool_and (has_intent) FROM mx_test_order", "t");
+    s_assert_value (fx, "SELECT (SELECT count(*) FROM flight_schd) + (SELECT count(*) FROM msg_event)", "0");
+    //  The retry kept its own identity: not its own duplicate.
+    s_assert_value (fx, "SELECT msg_id FROM identity WHERE identity_key = 'AODB|FLOP|STND|1'", "1");
+    s_assert_value (fx, "SELECT count(*) FROM identity", "2");
+    zactor_destroy (&control);
+}
+
+static void
+test_compat_row_above_w_waits_for_the_watermark (void **state)
+{
+    fixture_t *fx = *state;
+    char xml [512];
+    s_insert (fx, 1, s_ldm (1, xml, sizeof xml));
+    s_insert (fx, 2, s_ldm (2, xml, sizeof xml));
+    //  4 came through the compat entry while 3 is not visible yet.
+    s_insert (fx, 4, s_ldm (4, xml, sizeof xml));
+    char *error = NULL;
+    assert_int_equal (mx_procstate_insert_compat (fx->conn, 4, T0, T0, &error), 0);
+    //  ... and the mailbox row 4 is hidden from polling by the hole at 3.
+    mx_control_args_t args;
+    zactor_t *control = s_start (fx, &args);
+    s_wait (fx, "SELECT count(*) = 2 FROM mx_test_order");
+    s_wait (fx, "SELECT hole_since IS NOT NULL FROM inbox_cursor");
+    s_assert_value (fx, "SELECT state || ' ' || source FROM proc_state WHERE msg_id = 4", "PENDING compat");
+    char *payload = NULL;
+    char *verdict = s_admin (fx, "status", "{}", &payload);
+    assert_string_equal (verdict, "OK");
+    assert_non_null (strstr (payload, "above the watermark"));
+    zstr_free (&verdict);
+    zstr_free (&payload);
+    //  3 arrives: W catches up, 3 then 4 in order.
+    s_insert (fx, 3, s_ldm (3, xml, sizeof xml));
+    mx_clock_advance (fx->clock, 1000);                 //  next poll
+    s_wait (fx, "SELECT count(*) = 4 FROM mx_test_order");
+    s_assert_value (fx, "SELECT string_agg (msg_id::text, ',' ORDER BY seq) FROM mx_test_order", "1,2,3,4");
+    zactor_destroy (&control);
+}
+
+static void
+test_replay_moves_exhausted_rows_back_and_they_run_again (void **state)
+{
+    fixture_t *fx = *state;
+    char xml [512];
+    s_insert (fx, 1, s_flop (1, xml, sizeof xml));
+    s_insert (fx, 2, s_malformed);
+    assert_int_equal (mx_config_set (fx->config, "msgx.pipeline.max-attempts", "1", NULL), 0);
+    mx_control_args_t args;
+    zactor_t *control = s_start (fx, &args);
+    s_wait (fx, "SELECT count(*) = 2 FROM mx_test_order");
+
+    char *payload = NULL;
+    char *verdict = s_admin (fx, "replay", "{\"class\":\"EXHAUSTED\"}", &payload);
+    assert_string_equal (verdict, "ERR");
+    assert_non_null (strstr (payload, "--yes"));
+    zstr_free (&verdict);
+    zstr_free (&payload);
+
+    verdict = s_admin (fx, "replay", "{\"ids\":[1,2,99],\"dry_run\":true,\"os_user\":\"ops\"}", &payload);
+    assert_string_equal (verdict, "OK");
+    json_t *reply = json_loads (payload, 0, NULL);
+    json_t *rows = json_object_get (reply, "rows");
+    assert_int_equal (json_array_size (rows), 3);
+    json_t *first = json_array_get (rows, 0);
+    assert_int_equal (json_integer_value (json_object_get (first, "msg_id")), 1);
+    assert_true (json_is_null (json_object_get (first, "refused")));
+    json_t *flights = json_object_get (first, "flights");
+    assert_int_equal (json_array_size (flights), 1);
+    assert_int_equal (json_integer_value (json_object_get (json_array_get (flights, 0), "flid")), 1001);
+    assert_non_null (strstr (json_string_value (json_object_get (json_array_get (rows, 1), "refused")),
+                             "not replayable"));
+    assert_string_equal (json_string_value (json_object_get (json_array_get (rows, 2), "refused")), "no such message");
+    json_decref (reply);
+    zstr_free (&verdict);
+    zstr_free (&payload);
+    s_assert_value (fx, "SELECT state FROM proc_state WHERE msg_id = 1", "DEAD");
+
+    verdict = s_admin (fx, "replay", "{\"class\":\"EXHAUSTED\",\"yes\":true,\"os_user\":\"ops\"}", &payload);
+    assert_string_equal (verdict, "OK");
+    assert_non_null (strstr (payload, "\"moved\":1"));
+    zstr_free (&verdict);
+    zstr_free (&payload);
+    //  It runs again (and, still unsupported, ends DEAD again); identity kept.
+    s_wait (fx, "SELECT count(*) = 3 FROM mx_test_order");
+    s_assert_value (fx, "SELECT msg_id || ':' || state FROM mx_test_order WHERE seq = 3", "1:DEAD");
+    s_assert_value (fx, "SELECT msg_id FROM identity", "1");
+    s_assert_value (fx, "SELECT string_agg (os_user || ':' || result, ',' ORDER BY id) FROM audit_log"
+                        " WHERE action = 'replay'", "ops:dry-run,ops:ok");
+    zactor_destroy (&control);
+}
+
+//  ---------------------------------------------------------------------
+//  Mutual exclusion of replay, backfill marking and poison escalation,
+//  with the interleaving forced on two connections.
+
+static void
+test_replay_and_backfill_never_interleave (void **state)
+{
+    fixture_t *fx = *state;
+    char *error = NULL;
+    PGconn *backfill = mx_pg_connect (mx_testpg_conninfo (fx->pg), "test-backfill", 30000, &error);
+    PGconn *replay = mx_pg_connect (mx_testpg_conninfo (fx->pg), "test-replay", 30000, &error);
+    assert_non_null (backfill);
+    assert_non_null (replay);
+    PQclear (PQexec (fx->conn, "INSERT INTO proc_state (msg_id) VALUES (7)"));
+    assert_int_equal (mx_procstate_finish (fx->conn, 7, MX_STATE_DEAD, MX_ERR_EXHAUSTED, "x", NULL, T0, &error), 1);
+
+    //  Backfill holds the row (about to write the mark): replay waits, and
+    //  with a bounded lock wait gives up without moving anything.
+    assert_int_equal (mx_procstate_backfill_lock (backfill, 7, &error), 1);
+    int64_t ids [] = { 7 };
+    int moved = -1;
+    assert_int_equal (mx_procstate_replay (replay, MX_ERR_NONE, ids, 1, "ops", 200, T0, &moved, &error), -1);
+    assert_non_null (strstr (error, "55P03"));          //  lock_not_available
+    free (error);
+    error = NULL;
+    assert_int_equal (moved, 0);
+    s_assert_value (fx, "SELECT state FROM proc_state WHERE msg_id = 7", "DEAD");
+    //  The mark is confirmed; then the replay goes through.
+    assert_int_equal (mx_procstate_backfill_confirm (backfill, 7, T0 + 1, &error), 0);
+    assert_int_equal (mx_procstate_replay (replay, MX_ERR_NONE, ids, 1, "ops", 200, T0 + 2, &moved, &error), 0);
+    assert_int_equal (moved, 1);
+
+    //  The other order: the replay committed first, so a backfill finds
+    //  nothing owed and writes no mark for a row that is PENDING again.
+    assert_int_equal (mx_procstate_finish (fx->conn, 7, MX_STATE_DEAD, MX_ERR_EXHAUSTED, "y", NULL, T0 + 3, &error), 1);
+    assert_int_equal (mx_procstate_replay (replay, MX_ERR_NONE, ids, 1, "ops", 200, T0 + 4, &moved, &error), 0);
+    assert_int_equal (moved, 1);
+    assert_int_equal (mx_procstate_backfill_lock (backfill, 7, &error), 0);
+    s_assert_value (fx, "SELECT state || ' ' || (backfill_next_at IS NULL) FROM proc_state WHERE msg_id = 7", "PENDING true");
+
+    //  Poison escalation only takes a FAILED row: after a replay moved it,
+    //  a late escalation is a no-op.
+    bool dead = false;
+    int64_t backoff [] = { 1000 };
+    assert_int_equal (mx_procstate_fail (fx->conn, 7, MX_ERR_INFRA, "down", T0 + 5, 5, backoff, 1, 60000, &dead, &error), 1);
+    assert_int_equal (mx_procstate_replay (replay, MX_ERR_INFRA, NULL, 0, "ops", 200, T0 + 6, &moved, &error), 0);
+    assert_int_equal (moved, 1);
+    assert_int_equal (mx_procstate_poison (fx->conn, 7, "head-deadline exceeded", T0 + 7, &error), 0);
+    s_assert_value (fx, "SELECT state FROM proc_state WHERE msg_id = 7", "PENDING");
+    mx_pg_disconnect (&backfill);
+    mx_pg_disconnect (&replay);
+}
+
+int
+main (void)
+{
+    const struct CMUnitTest tests [] = {
+        cmocka_unit_test_setup_teardown (test_repeated_scans_never_duplicate_or_lose, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_hole_holds_w_then_only_the_hole_is_released, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_filled_hole_resets_and_a_new_hole_gets_a_full_window, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_unreadable_mailbox_is_a_failure_not_an_empty_batch, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_cutover_forms_and_refusal_on_a_used_instance, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_failed_head_blocks_everything_behind_it_until_due, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_compat_row_above_w_waits_for_the_watermark, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_replay_moves_exhausted_rows_back_and_they_run_again, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_replay_and_backfill_never_interleave, s_setup, s_teardown),
+    };
+    int failed = cmocka_run_group_tests (tests, NULL, NULL);
+    zsys_shutdown ();
+    return failed;
+}
