@@ -158,6 +158,15 @@ s_children_start (s_control_t *self, char **error)
     return 0;
 }
 
+static s_child_t *
+s_child (s_control_t *self, const char *name)
+{
+    for (size_t i = 0; i < self->children_started; i++)
+        if (strcmp (self->children [i].args.name, name) == 0)
+            return &self->children [i];
+    return NULL;
+}
+
 //  ---------------------------------------------------------------------
 //  Instance lock
 
@@ -371,20 +380,24 @@ s_status_queue (s_control_t *self, json_t *status, char **error)
         goto failed;
     if (PQntuples (res) == 1) {
         int64_t head = strtoll (PQgetvalue (res, 0, 0), NULL, 10);
-        const char *waiting;
+        char waiting [160];
         if (self->role != ROLE_ACTIVE)
-            waiting = "this instance is not active";
+            snprintf (waiting, sizeof waiting, "this instance is not active");
+        else
+        if (!s_child (self, "pump"))
+            snprintf (waiting, sizeof waiting, "the pump is not running (mailbox disabled)");
         else
         if (head > w)
-            waiting = "above the watermark: waits until ingress moves W past it";
+            snprintf (waiting, sizeof waiting, "above the watermark W=%" PRId64 ": waits until ingress moves W past it", w);
         else
         if (self->paused)
-            waiting = "pipeline paused (msgxctl resume)";
+            snprintf (waiting, sizeof waiting, "pipeline paused (msgxctl resume)");
         else
         if (strcmp (PQgetvalue (res, 0, 4), "t") == 0)
-            waiting = "backing off until next_attempt_at";
+            snprintf (waiting, sizeof waiting, "backing off after attempt %s of %" PRId64 " until %s",
+                      PQgetvalue (res, 0, 2), self->config->pipeline_max_attempts, PQgetvalue (res, 0, 3));
         else
-            waiting = "no pump actor runs in this build";
+            snprintf (waiting, sizeof waiting, "being processed");
         json_object_set_new (status, "head", json_pack ("{s:I,s:s,s:o,s:o,s:s}",
             "msg_id", (json_int_t) head,
             "state", PQgetvalue (res, 0, 1),
@@ -480,15 +493,6 @@ s_admin_reply_json (s_control_t *self, zframe_t **identity, json_t *payload)
     json_decref (payload);
     s_admin_reply (self, identity, "OK", text ? text : "{}");
     free (text);
-}
-
-static s_child_t *
-s_child (s_control_t *self, const char *name)
-{
-    for (size_t i = 0; i < self->children_started; i++)
-        if (strcmp (self->children [i].args.name, name) == 0)
-            return &self->children [i];
-    return NULL;
 }
 
 static void

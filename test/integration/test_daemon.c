@@ -52,7 +52,7 @@ s_teardown (void **state)
 
 //  Environment for one daemon instance called `name`.
 typedef struct {
-    char *vars [8];
+    char *vars [10];
 } env_t;
 
 static void
@@ -318,6 +318,116 @@ test_losing_the_lock_connection_fences_and_exits (void **state)
     s_env_free (&env);
 }
 
+//  The inbound pipeline through the real binaries: status explains W, the
+//  hole and the head; cutover is refused on a used instance; replay works
+//  from the command line.
+static void
+test_cli_against_a_draining_daemon (void **state)
+{
+    fixture_t *fx = *state;
+    mx_testmb_t *mb = mx_testmb_new ();
+    char xml [512];
+    for (int id = 1; id <= 4; id++) {
+        if (id == 3)
+            continue;           //  a hole
+        snprintf (xml, sizeof xml, "<MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DTTM>20260101080000</DTTM>"
+                  "<TYPE>LDM</TYPE><STYP>UPD</STYP></META><LDM/></MSG>", id);
+        assert_int_equal (mx_testmb_insert (mb, id, xml, 1767225600000LL), id);
+    }
+    env_t env;
+    s_env (fx, "p", &env);
+    char *extra [] = {
+        strdup ("MAILBOX_SHARED_MYSQL_ENABLED=true"),
+        zsys_sprintf ("MAILBOX_SHARED_MYSQL_HOST=%s", mx_testmb_host (mb)),
+        zsys_sprintf ("MAILBOX_SHARED_MYSQL_PORT=%d", mx_testmb_port (mb)),
+        zsys_sprintf ("MAILBOX_SHARED_MYSQL_USER=%s", mx_testmb_user (mb)),
+        zsys_sprintf ("MAILBOX_SHARED_MYSQL_PASSWORD=%s", mx_testmb_password (mb)),
+        zsys_sprintf ("MAILBOX_SHARED_MYSQL_DATABASE=%s", mx_testmb_database (mb)),
+        strdup ("MAILBOX_SHARED_MYSQL_TIME_ZONE=+00:00"),
+        strdup ("MSGX_PIPELINE_MAX_ATTEMPTS=1"),
+        NULL
+    };
+    const char *all [20];
+    int count = 0;
+    for (int i = 0; env.vars [i]; i++)
+        all [count++] = env.vars [i];
+    for (int i = 0; extra [i]; i++)
+        all [count++] = extra [i];
+    all [count] = NULL;
+    const char *argv [] = { fx->msgxd, NULL };
+    mx_testproc_t *daemon = mx_testproc_new (argv, all);
+    assert_non_null (mx_testproc_expect_stderr (daemon, "role active", WAIT_MS));
+    assert_non_null (mx_testproc_expect_stderr (daemon, "hole at 3", WAIT_MS));
+
+    //  The unsupported message fills the hole: W moves, it runs and dies.
+    const char *schs = "<MSG><META><SNDR>AODB</SNDR><SEQN>77</SEQN><DTTM>20260101080000</DTTM>"
+                       "<TYPE>SCHS</TYPE><STYP>DNLD</STYP></META><SCHS/></MSG>";
+    assert_int_equal (mx_testmb_insert (mb, 3, schs, 1767225600000LL), 3);
+    assert_non_null (mx_testproc_expect_stderr (daemon, "3 DEAD (attempts exhausted)", WAIT_MS));
+
+    char *out = NULL, *err = NULL;
+    //  The row for 4 follows 3 in FIFO order.
+    PGconn *conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
+    assert_int_equal (PQstatus (conn), CONNECTION_OK);
+    assert_int_equal (s_ctl (fx, "p", "status", NULL, &out, &err), 0);
+    assert_non_null (strstr (out, "W=4"));
+    assert_non_null (strstr (out, "no hole"));
+    assert_non_null (strstr (out, "enabled: ingress"));
+    free (out);
+    free (err);
+
+    //  Cutover on a used instance: refused, exit 1, reason given.
+    const char *cutover [] = { fx->msgxctl, "--endpoint", NULL, "cutover", "max", NULL };
+    char *endpoint = zsys_sprintf ("ipc://%s/p.sock", fx->dir);
+    cutover [2] = endpoint;
+    assert_int_equal (mx_testproc_run (cutover, NULL, WAIT_MS, &out, &err), 1);
+    assert_non_null (strstr (err, "not fresh"));
+    free (out);
+    free (err);
+
+    //  Replay from the command line: dry run, then act.
+    const char *dry [] = { fx->msgxctl, "--endpoint", endpoint, "replay", "--class", "EXHAUSTED", "--dry-run", NULL };
+    assert_int_equal (mx_testproc_run (dry, NULL, WAIT_MS, &out, &err), 0);
+    assert_non_null (strstr (out, "SCHS/DNLD"));
+    assert_non_null (strstr (out, "dry run: nothing moved"));
+    free (out);
+    free (err);
+    const char *noyes [] = { fx->msgxctl, "--endpoint", endpoint, "replay", "--id", "3", NULL };
+    assert_int_equal (mx_testproc_run (noyes, NULL, WAIT_MS, &out, &err), 1);
+    assert_non_null (strstr (err, "--yes"));
+    free (out);
+    free (err);
+    const char *yes [] = { fx->msgxctl, "--endpoint", endpoint, "replay", "--id", "3", "--yes", NULL };
+    assert_int_equal (mx_testproc_run (yes, NULL, WAIT_MS, &out, &err), 0);
+    assert_non_null (strstr (out, "1 message(s) back to PENDING"));
+    free (out);
+    free (err);
+    const char *bad [] = { fx->msgxctl, "--endpoint", endpoint, "replay", "--id", "x3", NULL };
+    assert_int_equal (mx_testproc_run (bad, NULL, WAIT_MS, &out, &err), 2);
+    free (out);
+    free (err);
+    //  Replayed, it runs again and (still unsupported) dies again.
+    assert_non_null (mx_testproc_expect_stderr (daemon, "3 DEAD (attempts exhausted)", WAIT_MS));
+    PGresult *res = PQexec (conn, "SELECT string_agg (msg_id || ':' || state, ' ' ORDER BY msg_id) FROM proc_state");
+    assert_string_equal (PQgetvalue (res, 0, 0), "1:SKIPPED 2:SKIPPED 3:DEAD 4:SKIPPED");
+    PQclear (res);
+    res = PQexec (conn, "SELECT string_agg (action || ':' || result, ',' ORDER BY id) FROM audit_log");
+    assert_string_equal (PQgetvalue (res, 0, 0), "cutover:refused,replay:dry-run,replay:ok");
+    PQclear (res);
+    PQfinish (conn);
+
+    mx_testproc_signal (daemon, SIGTERM);
+    int wstatus = 0;
+    assert_int_equal (mx_testproc_wait (daemon, WAIT_MS, &wstatus), 0);
+    assert_int_equal (WEXITSTATUS (wstatus), 0);
+    mx_testproc_destroy (&daemon);
+    free (endpoint);
+    for (int i = 0; extra [i]; i++)
+        free (extra [i]);
+    s_env_free (&env);
+    mx_testmb_destroy (&mb);
+}
+
 int
 main (void)
 {
@@ -329,6 +439,7 @@ main (void)
         cmocka_unit_test_setup_teardown (test_status_against_a_running_daemon, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_standby_takes_over_after_sigkill, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_losing_the_lock_connection_fences_and_exits, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_cli_against_a_draining_daemon, s_setup, s_teardown),
     };
     int failed = cmocka_run_group_tests (tests, NULL, NULL);
     zsys_shutdown ();
