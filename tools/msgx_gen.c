@@ -17,6 +17,8 @@
 #include <mysql.h>
 
 #define S_BATCH_DEFAULT 500
+//  CMINMSGS_CLOB_MSG is a MEDIUMTEXT: 2^24 - 1 bytes at most
+#define S_MEDIUMTEXT_MAX 16777215u
 
 typedef enum { S_OUT_NONE, S_OUT_DIR, S_OUT_STDOUT, S_OUT_MYSQL } s_out_t;
 
@@ -27,7 +29,10 @@ typedef struct {
     const char *password;
     const char *database;
     const char *socket;
+    const char *time_zone;      //  session time zone, NULL = the server's
     size_t batch;               //  rows per transaction
+    uint64_t rate;              //  rows per second, 0 = as fast as possible
+    bool explicit_ids;          //  holes asked for: IDs come from the slots
 } s_mysql_t;
 
 typedef struct {
@@ -35,6 +40,12 @@ typedef struct {
     uint64_t last_id;
     size_t rows;
 } s_result_t;
+
+//  A message kept back to be written after all others
+typedef struct {
+    char *text;
+    mx_gen_meta_t meta;
+} s_late_t;
 
 static void
 s_usage (FILE *out)
@@ -44,8 +55,9 @@ s_usage (FILE *out)
         "\n"
         "Generates one operation day of SIS messages: the schedule (SCHD/DNLD),\n"
         "then --updates further messages (FLOP updates, and the given shares of\n"
-        "duplicates, malformed, ignored and unsupported messages). The same\n"
-        "options always give the same bytes.\n"
+        "duplicates, malformed, ignored, unsupported, reference-list, ad-hoc,\n"
+        "schedule-delete and hostile messages). The same options always give\n"
+        "the same bytes; --holes and --late-holes change only the mailbox IDs.\n"
         "\n"
         "  --seed N            PRNG seed (1)\n"
         "  --flights N         flights of the day (200)\n"
@@ -62,15 +74,36 @@ s_usage (FILE *out)
         "  --ignored PCT       share of ignored types: LDM, RSTA, EROR (0)\n"
         "  --unsupported PCT   share of unsupported SCHS messages (0)\n"
         "  --clears PCT        share of FLOPs that clear their element (3)\n"
+        "  --reference PCT     share of reference-list messages (23 lists,\n"
+        "                      DNLD/ADD/UPD/DEL) (0)\n"
+        "  --lists LIST        reference lists to use, e.g. GLST,SLST (all)\n"
+        "  --adhoc PCT         share of SCHD/ADFT ad-hoc flight messages (0)\n"
+        "  --schd-delete PCT   share of SCHD/DEL messages (0)\n"
+        "  --hostile PCT       share of hostile messages: entity expansion,\n"
+        "                      external entities, DOCTYPE, oversized text (0)\n"
+        "  --oversize BYTES    size of the oversized hostile messages (1048577); meant\n"
+        "                      to exceed msgx.codec.max-message-bytes, which must then\n"
+        "                      be lower: CMINMSGS holds at most 16777215 bytes\n"
+        "  --fdel-type PCT     share of flight deletions written as TYPE=FDEL (0)\n"
+        "  --holes PCT         share of messages preceded by 1..3 unused mailbox IDs (0)\n"
+        "  --late-holes PCT    share of messages written after all others, their\n"
+        "                      IDs meanwhile a hole (0)\n"
         "\n"
-        "  --out-dir DIR       one file per message: NNNNNN_TYPE_STYP.xml\n"
+        "  --out-dir DIR       one file per message: NNNNNN_TYPE_STYP.xml, NNNNNN\n"
+        "                      counting mailbox IDs from 1 (holes leave numbers out)\n"
         "  --stdout            all messages, one after another (summary on stderr)\n"
-        "  --mysql             insert into CMINMSGS, STATUS 'VALID'\n"
+        "  --mysql             insert into CMINMSGS, STATUS 'VALID'; with --holes or\n"
+        "                      --late-holes the IDs are explicit, from MAX(ID) + 1\n"
         "  --host H --port P --user U --password W --database D --socket S\n"
         "                      mailbox connection; defaults from the environment\n"
         "                      MAILBOX_SHARED_MYSQL_HOST/PORT/USER/PASSWORD/DATABASE/\n"
         "                      SOCKET, else 127.0.0.1:3306, database aodbinterface\n"
-        "  --batch N           rows per transaction (%d)\n",
+        "  --time-zone TZ      session time zone in which CMINMSGS_DATE_RECEIVED = NOW()\n"
+        "                      is written, e.g. +08:00 (MAILBOX_SHARED_MYSQL_TIME_ZONE,\n"
+        "                      else the server's)\n"
+        "  --batch N           rows per transaction (%d)\n"
+        "  --rate N            at most N rows per second, committing before each\n"
+        "                      pause (0 = as fast as possible)\n",
         S_BATCH_DEFAULT);
 }
 
@@ -162,8 +195,8 @@ s_write_dir (mx_gen_t *gen, const char *dir, s_result_t *result)
     while ((text = mx_gen_next (gen, NULL))) {
         const mx_gen_meta_t *meta = mx_gen_meta (gen);
         char path [4096];
-        snprintf (path, sizeof (path), "%s/%06zu_%s_%s.xml",
-                  dir, result->rows + 1, meta->type, meta->styp);
+        snprintf (path, sizeof (path), "%s/%06" PRIu64 "_%s_%s.xml",
+                  dir, meta->slot + 1, meta->type, meta->styp);
         FILE *file = fopen (path, "w");
         size_t size = strlen (text);
         bool ok = file && fwrite (text, 1, size, file) == size;
@@ -214,6 +247,170 @@ s_mysql_time (const char *dttm, MYSQL_TIME *time)
     time->time_type = MYSQL_TIMESTAMP_DATETIME;
 }
 
+//  One mailbox session: the insert statement, the open transaction, pacing
+typedef struct {
+    const s_mysql_t *cfg;
+    MYSQL *db;
+    MYSQL_STMT *stmt;
+    uint64_t base;              //  explicit IDs: the ID of slot 0
+    size_t in_transaction;
+    size_t executed;            //  rows inserted, committed or not
+    double start;               //  pacing starts here
+    s_result_t *result;
+} s_writer_t;
+
+static int
+s_commit (s_writer_t *w)
+{
+    if (w->in_transaction == 0)
+        return 0;
+    if (mysql_commit (w->db)) {
+        fprintf (stderr, "msgx-gen: commit failed: %s\n", mysql_error (w->db));
+        return -1;
+    }
+    w->result->rows += w->in_transaction;
+    w->in_transaction = 0;
+    return 0;
+}
+
+//  --rate: wait until the rows so far are due, committing first so that
+//  what was inserted is visible during the pause
+static int
+s_pace (s_writer_t *w)
+{
+    if (w->cfg->rate == 0)
+        return 0;
+    double due = w->start + (double) w->executed / (double) w->cfg->rate;
+    double now = s_now ();
+    if (now >= due)
+        return 0;
+    if (s_commit (w))
+        return -1;
+    double wait = due - now;
+    struct timespec pause = {
+        .tv_sec = (time_t) wait,
+        .tv_nsec = (long) ((wait - (double) (time_t) wait) * 1e9)
+    };
+    while (nanosleep (&pause, &pause) && errno == EINTR)
+        ;
+    return 0;
+}
+
+static int
+s_insert (s_writer_t *w, const char *text, const mx_gen_meta_t *meta)
+{
+    size_t size = strlen (text);
+    size_t number = w->result->rows + w->in_transaction + 1;
+    if (size > S_MEDIUMTEXT_MAX) {
+        fprintf (stderr, "msgx-gen: message %zu (%s/%s) has %zu bytes, more than"
+                 " CMINMSGS_CLOB_MSG (MEDIUMTEXT, %u bytes) holds; lower --oversize\n",
+                 number, meta->type, meta->styp, size, S_MEDIUMTEXT_MAX);
+        return -1;
+    }
+    static const char status [] = "VALID";
+    unsigned long long id = w->base + meta->slot;
+    unsigned long lengths [7] = {
+        (unsigned long) size, (unsigned long) strlen (meta->sndr), 0, 0,
+        (unsigned long) strlen (meta->styp), (unsigned long) strlen (meta->type),
+        (unsigned long) strlen (status)
+    };
+    int seqn = (int) meta->seqn;
+    MYSQL_TIME sent;
+    s_mysql_time (meta->dttm, &sent);
+    MYSQL_BIND all [8];
+    memset (all, 0, sizeof (all));
+    //  Without explicit IDs the statement has no ID parameter
+    MYSQL_BIND *bind = all;
+    if (w->cfg->explicit_ids) {
+        all [0].buffer_type = MYSQL_TYPE_LONGLONG;
+        all [0].buffer = &id;
+        all [0].is_unsigned = 1;
+        bind = all + 1;
+    }
+    bind [0].buffer_type = MYSQL_TYPE_STRING;
+    bind [0].buffer = (char *) text;
+    bind [1].buffer_type = MYSQL_TYPE_STRING;
+    bind [1].buffer = (char *) meta->sndr;
+    bind [2].buffer_type = MYSQL_TYPE_LONG;
+    bind [2].buffer = &seqn;
+    bind [3].buffer_type = MYSQL_TYPE_DATETIME;
+    bind [3].buffer = &sent;
+    bind [4].buffer_type = MYSQL_TYPE_STRING;
+    bind [4].buffer = (char *) meta->styp;
+    bind [5].buffer_type = MYSQL_TYPE_STRING;
+    bind [5].buffer = (char *) meta->type;
+    bind [6].buffer_type = MYSQL_TYPE_STRING;
+    bind [6].buffer = (char *) status;
+    for (int i = 0; i < 7; i++) {
+        bind [i].buffer_length = lengths [i];
+        bind [i].length = &lengths [i];
+    }
+    if (mysql_stmt_bind_param (w->stmt, all) || mysql_stmt_execute (w->stmt)) {
+        fprintf (stderr, "msgx-gen: insert of message %zu failed: %s\n",
+                 number, mysql_stmt_error (w->stmt));
+        mysql_rollback (w->db);
+        w->in_transaction = 0;
+        return -1;
+    }
+    if (!w->cfg->explicit_ids)
+        id = (unsigned long long) mysql_stmt_insert_id (w->stmt);
+    if (w->result->rows + w->in_transaction == 0 || id < w->result->first_id)
+        w->result->first_id = id;
+    if (id > w->result->last_id)
+        w->result->last_id = id;
+    w->executed++;
+    if (++w->in_transaction >= w->cfg->batch && s_commit (w))
+        return -1;
+    return s_pace (w);
+}
+
+//  Session time zone of NOW(): a bound value, like every value we send
+static int
+s_set_time_zone (MYSQL *db, const char *zone)
+{
+    static const char sql [] = "SET time_zone = ?";
+    MYSQL_STMT *stmt = mysql_stmt_init (db);
+    unsigned long length = (unsigned long) strlen (zone);
+    MYSQL_BIND bind;
+    memset (&bind, 0, sizeof (bind));
+    bind.buffer_type = MYSQL_TYPE_STRING;
+    bind.buffer = (char *) zone;
+    bind.buffer_length = length;
+    bind.length = &length;
+    int rc = 0;
+    if (!stmt
+    ||  mysql_stmt_prepare (stmt, sql, (unsigned long) strlen (sql))
+    ||  mysql_stmt_bind_param (stmt, &bind)
+    ||  mysql_stmt_execute (stmt)) {
+        fprintf (stderr, "msgx-gen: cannot set the session time zone '%s': %s\n",
+                 zone, stmt? mysql_stmt_error (stmt): mysql_error (db));
+        rc = -1;
+    }
+    if (stmt)
+        mysql_stmt_close (stmt);
+    return rc;
+}
+
+//  First free ID for explicit inserts: above everything in the table
+static int
+s_next_id (MYSQL *db, uint64_t *id)
+{
+    MYSQL_RES *res = NULL;
+    MYSQL_ROW row;
+    if (mysql_query (db, "SELECT COALESCE(MAX(CMINMSGS_ID), 0) FROM CMINMSGS")
+    ||  !(res = mysql_store_result (db))
+    ||  !(row = mysql_fetch_row (res))
+    ||  !row [0]) {
+        fprintf (stderr, "msgx-gen: cannot read MAX(CMINMSGS_ID): %s\n", mysql_error (db));
+        if (res)
+            mysql_free_result (res);
+        return -1;
+    }
+    *id = strtoull (row [0], NULL, 10) + 1;
+    mysql_free_result (res);
+    return 0;
+}
+
 static int
 s_write_mysql (mx_gen_t *gen, const s_mysql_t *cfg, s_result_t *result)
 {
@@ -237,91 +434,74 @@ s_write_mysql (mx_gen_t *gen, const s_mysql_t *cfg, s_result_t *result)
         mysql_close (db);
         return -1;
     }
+    s_writer_t w = { .cfg = cfg, .db = db, .result = result };
+    if ((cfg->time_zone && s_set_time_zone (db, cfg->time_zone))
+    ||  (cfg->explicit_ids && s_next_id (db, &w.base))) {
+        mysql_close (db);
+        return -1;
+    }
     static const char *sql =
         "INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED,"
         " CMINMSGS_SUBSYSTEM_NAME, CMINMSGS_SUBSYSTEM_SEQUENCE,"
         " CMINMSGS_SUBSYSTEM_DATE_SENT, CMINMSGS_SUBSYSTEM_SUBTYPE,"
         " CMINMSGS_SUBSYSTEM_TYPE, CMINMSGS_STATUS)"
         " VALUES (?, NOW(), ?, ?, ?, ?, ?, ?)";
-    MYSQL_STMT *stmt = mysql_stmt_init (db);
-    if (!stmt
+    static const char *sql_with_id =
+        "INSERT INTO CMINMSGS (CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED,"
+        " CMINMSGS_SUBSYSTEM_NAME, CMINMSGS_SUBSYSTEM_SEQUENCE,"
+        " CMINMSGS_SUBSYSTEM_DATE_SENT, CMINMSGS_SUBSYSTEM_SUBTYPE,"
+        " CMINMSGS_SUBSYSTEM_TYPE, CMINMSGS_STATUS)"
+        " VALUES (?, ?, NOW(), ?, ?, ?, ?, ?, ?)";
+    const char *insert = cfg->explicit_ids? sql_with_id: sql;
+    w.stmt = mysql_stmt_init (db);
+    if (!w.stmt
     ||  mysql_autocommit (db, 0)
-    ||  mysql_stmt_prepare (stmt, sql, (unsigned long) strlen (sql))) {
+    ||  mysql_stmt_prepare (w.stmt, insert, (unsigned long) strlen (insert))) {
         fprintf (stderr, "msgx-gen: cannot prepare the CMINMSGS insert: %s\n",
-                 stmt? mysql_stmt_error (stmt): mysql_error (db));
-        if (stmt)
-            mysql_stmt_close (stmt);
+                 w.stmt? mysql_stmt_error (w.stmt): mysql_error (db));
+        if (w.stmt)
+            mysql_stmt_close (w.stmt);
         mysql_close (db);
         return -1;
     }
-    static const char status [] = "VALID";
-    size_t in_transaction = 0;
+    s_late_t *late = NULL;
+    size_t nlate = 0, late_cap = 0;
     int rc = 0;
+    w.start = s_now ();
     char *text;
-    while ((text = mx_gen_next (gen, NULL))) {
+    while (rc == 0 && (text = mx_gen_next (gen, NULL))) {
         const mx_gen_meta_t *meta = mx_gen_meta (gen);
-        unsigned long lengths [7] = {
-            (unsigned long) strlen (text), (unsigned long) strlen (meta->sndr), 0, 0,
-            (unsigned long) strlen (meta->styp), (unsigned long) strlen (meta->type),
-            (unsigned long) strlen (status)
-        };
-        int seqn = (int) meta->seqn;
-        MYSQL_TIME sent;
-        s_mysql_time (meta->dttm, &sent);
-        MYSQL_BIND bind [7];
-        memset (bind, 0, sizeof (bind));
-        bind [0].buffer_type = MYSQL_TYPE_STRING;
-        bind [0].buffer = text;
-        bind [1].buffer_type = MYSQL_TYPE_STRING;
-        bind [1].buffer = (char *) meta->sndr;
-        bind [2].buffer_type = MYSQL_TYPE_LONG;
-        bind [2].buffer = &seqn;
-        bind [3].buffer_type = MYSQL_TYPE_DATETIME;
-        bind [3].buffer = &sent;
-        bind [4].buffer_type = MYSQL_TYPE_STRING;
-        bind [4].buffer = (char *) meta->styp;
-        bind [5].buffer_type = MYSQL_TYPE_STRING;
-        bind [5].buffer = (char *) meta->type;
-        bind [6].buffer_type = MYSQL_TYPE_STRING;
-        bind [6].buffer = (char *) status;
-        for (int i = 0; i < 7; i++) {
-            bind [i].buffer_length = lengths [i];
-            bind [i].length = &lengths [i];
-        }
-        bool failed = mysql_stmt_bind_param (stmt, bind) || mysql_stmt_execute (stmt);
-        free (text);
-        if (failed) {
-            fprintf (stderr, "msgx-gen: insert of message %zu failed: %s\n",
-                     result->rows + in_transaction + 1, mysql_stmt_error (stmt));
-            mysql_rollback (db);
-            rc = -1;
-            break;
-        }
-        uint64_t id = (uint64_t) mysql_stmt_insert_id (stmt);
-        if (result->rows + in_transaction == 0)
-            result->first_id = id;
-        result->last_id = id;
-        if (++in_transaction >= cfg->batch) {
-            if (mysql_commit (db)) {
-                fprintf (stderr, "msgx-gen: commit failed: %s\n", mysql_error (db));
-                rc = -1;
-                break;
+        if (meta->late) {
+            //  Its ID stays a hole until everything else is written
+            if (nlate == late_cap) {
+                late_cap = late_cap? 2 * late_cap: 64;
+                s_late_t *more = realloc (late, late_cap * sizeof (s_late_t));
+                if (!more) {
+                    fprintf (stderr, "msgx-gen: out of memory\n");
+                    free (text);
+                    rc = -1;
+                    break;
+                }
+                late = more;
             }
-            result->rows += in_transaction;
-            in_transaction = 0;
+            late [nlate].text = text;
+            late [nlate++].meta = *meta;
+            continue;
         }
+        rc = s_insert (&w, text, meta);
+        free (text);
     }
-    if (rc == 0 && in_transaction > 0) {
-        if (mysql_commit (db)) {
-            fprintf (stderr, "msgx-gen: commit failed: %s\n", mysql_error (db));
-            rc = -1;
-        }
-        else
-            result->rows += in_transaction;
+    for (size_t i = 0; i < nlate; i++) {
+        if (rc == 0)
+            rc = s_insert (&w, late [i].text, &late [i].meta);
+        free (late [i].text);
     }
+    free (late);
+    if (rc == 0)
+        rc = s_commit (&w);
     if (rc)
         fprintf (stderr, "msgx-gen: %zu rows were committed before the failure\n", result->rows);
-    mysql_stmt_close (stmt);
+    mysql_stmt_close (w.stmt);
     mysql_close (db);
     return rc;
 }
@@ -349,6 +529,7 @@ main (int argc, char *argv [])
         .password = s_env ("MAILBOX_SHARED_MYSQL_PASSWORD", NULL),
         .database = s_env ("MAILBOX_SHARED_MYSQL_DATABASE", "aodbinterface"),
         .socket = s_env ("MAILBOX_SHARED_MYSQL_SOCKET", NULL),
+        .time_zone = s_env ("MAILBOX_SHARED_MYSQL_TIME_ZONE", NULL),
         .batch = S_BATCH_DEFAULT
     };
     const char *port_text = s_env ("MAILBOX_SHARED_MYSQL_PORT", NULL);
@@ -358,7 +539,9 @@ main (int argc, char *argv [])
         O_SEED = 256, O_FLIGHTS, O_UPDATES, O_PER_MESSAGE, O_DAY, O_FIRST_FLID,
         O_FIRST_SEQN, O_SENDER, O_AIRPORT, O_MIX, O_DUPLICATES, O_MALFORMED,
         O_IGNORED, O_UNSUPPORTED, O_CLEARS, O_OUT_DIR, O_STDOUT, O_MYSQL,
-        O_HOST, O_PORT, O_USER, O_PASSWORD, O_DATABASE, O_SOCKET, O_BATCH, O_HELP
+        O_HOST, O_PORT, O_USER, O_PASSWORD, O_DATABASE, O_SOCKET, O_BATCH, O_HELP,
+        O_REFERENCE, O_LISTS, O_ADHOC, O_SCHD_DELETE, O_HOSTILE, O_OVERSIZE,
+        O_FDEL_TYPE, O_HOLES, O_LATE_HOLES, O_TIME_ZONE, O_RATE
     };
     static const struct option options [] = {
         { "seed",        required_argument, NULL, O_SEED },
@@ -387,6 +570,17 @@ main (int argc, char *argv [])
         { "socket",      required_argument, NULL, O_SOCKET },
         { "batch",       required_argument, NULL, O_BATCH },
         { "help",        no_argument,       NULL, O_HELP },
+        { "reference",   required_argument, NULL, O_REFERENCE },
+        { "lists",       required_argument, NULL, O_LISTS },
+        { "adhoc",       required_argument, NULL, O_ADHOC },
+        { "schd-delete", required_argument, NULL, O_SCHD_DELETE },
+        { "hostile",     required_argument, NULL, O_HOSTILE },
+        { "oversize",    required_argument, NULL, O_OVERSIZE },
+        { "fdel-type",   required_argument, NULL, O_FDEL_TYPE },
+        { "holes",       required_argument, NULL, O_HOLES },
+        { "late-holes",  required_argument, NULL, O_LATE_HOLES },
+        { "time-zone",   required_argument, NULL, O_TIME_ZONE },
+        { "rate",        required_argument, NULL, O_RATE },
         { NULL, 0, NULL, 0 }
     };
     int outputs = 0;
@@ -481,6 +675,39 @@ main (int argc, char *argv [])
             case O_HELP:
                 s_usage (stdout);
                 return 0;
+            case O_REFERENCE:
+                bad = s_parse_pct (optarg, &opts.reference_ppm);
+                break;
+            case O_LISTS:
+                opts.lists = optarg;
+                break;
+            case O_ADHOC:
+                bad = s_parse_pct (optarg, &opts.adhoc_ppm);
+                break;
+            case O_SCHD_DELETE:
+                bad = s_parse_pct (optarg, &opts.schd_delete_ppm);
+                break;
+            case O_HOSTILE:
+                bad = s_parse_pct (optarg, &opts.hostile_ppm);
+                break;
+            case O_OVERSIZE:
+                bad = s_parse_size (optarg, 256 * 1024 * 1024, &opts.oversize_bytes);
+                break;
+            case O_FDEL_TYPE:
+                bad = s_parse_pct (optarg, &opts.fdel_type_ppm);
+                break;
+            case O_HOLES:
+                bad = s_parse_pct (optarg, &opts.hole_ppm);
+                break;
+            case O_LATE_HOLES:
+                bad = s_parse_pct (optarg, &opts.late_ppm);
+                break;
+            case O_TIME_ZONE:
+                cfg.time_zone = optarg;
+                break;
+            case O_RATE:
+                bad = s_parse_u64 (optarg, 10000000, &cfg.rate);
+                break;
             default:
                 if (optopt) {
                     const char *name = "?";
@@ -525,6 +752,7 @@ main (int argc, char *argv [])
         s_usage (stderr);
         return 2;
     }
+    cfg.explicit_ids = opts.hole_ppm > 0 || opts.late_ppm > 0;
     mx_gen_t *gen = mx_gen_new (&opts);
     if (!gen) {
         fprintf (stderr, "msgx-gen: cannot create the generator\n");
@@ -549,6 +777,9 @@ main (int argc, char *argv [])
     fprintf (summary, ")");
     if (out == S_OUT_MYSQL && result.rows > 0)
         fprintf (summary, " ids %" PRIu64 "..%" PRIu64, result.first_id, result.last_id);
+    if (cfg.explicit_ids)
+        fprintf (summary, " (%" PRIu64 " IDs unused, %zu written late)",
+                 mx_gen_holes (gen), mx_gen_late (gen));
     fprintf (summary, " in %.3f s, %.0f rows/s\n", elapsed,
              elapsed > 0? (double) result.rows / elapsed: 0.0);
     mx_gen_destroy (&gen);

@@ -211,6 +211,189 @@ static const char *s_empty_names [5] = {
     "empty SNDR", "empty SEQN", "empty DTTM", "empty TYPE", "empty STYP"
 };
 
+//  What makes a hostile message hostile
+typedef enum {
+    S_HOSTILE_LAUGHS = 0,       //  nested entities ("billion laughs")
+    S_HOSTILE_EXTERNAL,         //  external entity naming a local file
+    S_HOSTILE_DTD,              //  DOCTYPE naming an external DTD
+    S_HOSTILE_PARAMETER,        //  parameter entity fetched from the network
+    S_HOSTILE_OVERSIZED,        //  element text beyond the configured size
+    S_HOSTILES
+} s_hostile_t;
+
+static const char *s_hostile_names [S_HOSTILES] = {
+    "billion-laughs", "external-entity", "external-dtd", "parameter-entity", "oversized"
+};
+
+//  ---------------------------------------------------------------------
+//  Reference lists (WIRE §7): TYPE and key element, in the spec's order.
+//  The generator keeps a pool of keys per list and which of them the
+//  upstream's list holds now, so ADD names new keys and UPD/DEL known ones.
+
+#define S_LISTS(X) \
+    X (GLST, GCOD) X (SLST, SCOD) X (CLST, CCOD) X (BLST, BCOD) X (CHLT, CCOD) \
+    X (PLST, PCOD) X (TLST, TCOD) X (ABDG, ABCD) X (AIRC, ITAT) X (AIRL, ITOP) \
+    X (ARPT, ITCD) X (CITY, ITCD) X (COUL, COUC) X (REGL, REGC) X (ABNR, ANRC) \
+    X (DLYL, DCOD) X (HLTR, HLTC) X (ORGN, OGID) X (STTS, STTC) X (FLTL, FTYP) \
+    X (VIPL, VPCD) X (VIPS, VSCD) X (REGN, RNUM)
+
+typedef enum {
+#define S_ENUM(n, k) S_LIST_##n,
+    S_LISTS (S_ENUM)
+#undef S_ENUM
+    S_LIST_COUNT
+} s_list_t;
+
+static const struct {
+    const char *name;
+    const char *key;
+} s_lists [] = {
+#define S_ROW(n, k) { #n, #k },
+    S_LISTS (S_ROW)
+#undef S_ROW
+};
+
+typedef struct {
+    bool downloaded;            //  a DNLD of the list went out
+    size_t size;                //  keys in the pool
+    uint8_t *present;           //  per key: the upstream's list holds it
+    uint16_t *rev;              //  per key: bumped by each UPD
+} s_list_state_t;
+
+//  ICAO designators, parallel to s_airlines
+static const char *s_airline_icao [] = {
+    "CSC", "CCA", "CES", "CSN", "CHH", "CSZ", "UEA", "TBA", "CXA", "CDG",
+    "LKE", "HXA", "CHB", "GCR", "CUA", "CSH", "DKH", "CQH", "CBJ", "KNA",
+    "RLH", "CDC", "QDA", "YZR", "CSS", "CPA", "SIA", "THA", "KAL", "AAR",
+    "ANA", "DLH", "KLM", "AFR", "UAE", "QTR", "THY", "ETH", "MAS", "HVN"
+};
+
+//  ICAO type designators, parallel to s_aircraft, then the freighter
+static const char *s_aircraft_icao [] = {
+    "A319", "A320", "A321", "A20N", "A21N", "B733", "B738", "B738", "B38M",
+    "E190", "A332", "A333", "A359", "B788", "B789", "B77W", "B752"
+};
+
+//  Country of each airport of s_international
+static const char *s_international_country [] = {
+    "HKG", "MAC", "TWN", "JPN", "JPN", "KOR", "THA", "SGP", "MYS", "IDN",
+    "PHL", "VNM", "VNM", "ARE", "QAT", "TUR", "DEU", "DEU", "NLD", "FRA",
+    "GBR", "FIN", "ETH", "AUS", "AUS", "USA", "USA"
+};
+
+static const struct {
+    const char *code, *name, *local, *region, *region2;
+} s_countries [] = {
+    { "PRC", "PEOPLES REPUBLIC OF CHINA", "中国", "ASIA", "GCHINA" },
+    { "HKG", "HONG KONG SAR", "中国香港", "ASIA", "GCHINA" },
+    { "MAC", "MACAO SAR", "中国澳门", "ASIA", "GCHINA" },
+    { "TWN", "TAIWAN CHINA", "中国台湾", "ASIA", "GCHINA" },
+    { "JPN", "JAPAN", "日本", "ASIA", NULL },
+    { "KOR", "REPUBLIC OF KOREA", "韩国", "ASIA", NULL },
+    { "THA", "THAILAND", "泰国", "ASIA", NULL },
+    { "SGP", "SINGAPORE", "新加坡", "ASIA", NULL },
+    { "MYS", "MALAYSIA", "马来西亚", "ASIA", NULL },
+    { "IDN", "INDONESIA", "印度尼西亚", "ASIA", NULL },
+    { "PHL", "PHILIPPINES", "菲律宾", "ASIA", NULL },
+    { "VNM", "VIET NAM", "越南", "ASIA", NULL },
+    { "ARE", "UNITED ARAB EMIRATES", "阿联酋", "MEAST", NULL },
+    { "QAT", "QATAR", "卡塔尔", "MEAST", NULL },
+    { "TUR", "TURKEY", "土耳其", "MEAST", "EUROPE" },
+    { "DEU", "GERMANY", "德国", "EUROPE", NULL },
+    { "NLD", "NETHERLANDS", "荷兰", "EUROPE", NULL },
+    { "FRA", "FRANCE", "法国", "EUROPE", NULL },
+    { "GBR", "UNITED KINGDOM", "英国", "EUROPE", NULL },
+    { "FIN", "FINLAND", "芬兰", "EUROPE", NULL },
+    { "ETH", "ETHIOPIA", "埃塞俄比亚", "AFRICA", NULL },
+    { "AUS", "AUSTRALIA", "澳大利亚", "OCEANIA", NULL },
+    { "USA", "UNITED STATES", "美国", "AMERICA", NULL }
+};
+
+static const struct {
+    const char *code, *name, *local;
+} s_regions [] = {
+    { "ASIA", "ASIA AND ASIA PACIFIC AREA", "亚洲和太平洋" },
+    { "GCHINA", "GREATER CHINA", "大中华区" },
+    { "MEAST", "MIDDLE EAST", "中东" },
+    { "EUROPE", "EUROPE", "欧洲" },
+    { "AFRICA", "AFRICA", "非洲" },
+    { "OCEANIA", "OCEANIA", "大洋洲" },
+    { "AMERICA", "AMERICAS", "美洲" }
+}, s_abnormal [] = {
+    { "WEATHER", "Bad Weather", "坏天气" },
+    { "ATC", "Air Traffic Control", "空中交通管制" },
+    { "TECH", "Technical Fault", "机械故障" },
+    { "CREW", "Crew Shortage", "机组原因" },
+    { "PAX", "Passenger Reasons", "旅客原因" },
+    { "SECURITY", "Security Check", "安全检查" },
+    { "AIRPORT", "Airport Operations", "机场原因" },
+    { "OTHER", "Other Reasons", "其他原因" }
+}, s_vip_services [] = {
+    { "LIM", "LIMOUSINE", "贵宾车" },
+    { "LNG", "LOUNGE", "贵宾室" },
+    { "FTK", "FAST TRACK", "快速通道" },
+    { "ESC", "ESCORT", "陪同" },
+    { "MAG", "MEET AND GREET", "接送机" },
+    { "BAG", "BAGGAGE SERVICE", "行李服务" }
+}, s_flight_types [] = {
+    { "W", "SCHEDULED PASSENGER", "定期客运" },
+    { "C", "CHARTER", "包机" },
+    { "L", "EXTRA SECTION", "加班" },
+    { "F", "FREIGHTER", "货运" },
+    { "P", "POSITIONING", "调机" }
+}, s_status_names [] = {
+    { "SCH", "Scheduled", "计划" },
+    { "BOR", "Boarding", "登机" },
+    { "LSC", "Last Call", "催促登机" },
+    { "GCL", "Gate Closed", "登机结束" },
+    { "DEP", "Departed", "起飞" },
+    { "AIR", "Airborne", "空中" },
+    { "LND", "Landed", "落地" },
+    { "ARR", "Arrived", "到达" },
+    { "DLY", "Delayed", "延误" },
+    { "ONB", "On Block", "上轮档" }
+};
+
+static const struct {
+    const char *code, *alpha, *name, *local;
+} s_delay_list [] = {
+    { "81", "AT", "AIR TRAFFIC FLOW CONTROL", "流量控制" },
+    { "93", "RA", "LATE INBOUND AIRCRAFT", "前序航班晚到" },
+    { "71", "WO", "WEATHER AT DEPARTURE", "起飞机场天气" },
+    { "41", "TD", "TECHNICAL FAULT", "机械故障" },
+    { "15", "PD", "BOARDING DELAY", "登机延误" },
+    { "62", "GF", "FUELLING", "加油" },
+    { "YY", "ZZ", "OTHER", "其他" },
+    { "11", "PL", "LATE CHECK-IN", "值机晚到" },
+    { "21", "CD", "CARGO DOCUMENTATION", "货邮单据" },
+    { "31", "GD", "AIRCRAFT DOCUMENTATION", "飞机文件" },
+    { "51", "DF", "DAMAGE DURING FLIGHT", "飞行中损伤" },
+    { "87", "AF", "AIRPORT FACILITIES", "机场设施" }
+}, s_handling_tasks [] = {
+    { "DIT", "T", "DEICE START/END TIMING", "除冰开始结束时间" },
+    { "FUE", "T", "FUELLING", "加油" },
+    { "CAT", "T", "CATERING", "配餐" },
+    { "CLN", "T", "CABIN CLEANING", "客舱清洁" },
+    { "WAT", "C", "POTABLE WATER", "清水" },
+    { "LAV", "C", "LAVATORY SERVICE", "污水" },
+    { "BAG", "T", "BAGGAGE LOADING", "行李装卸" },
+    { "PAX", "C", "PASSENGER BUS", "旅客摆渡" }
+};
+
+static const char *s_organisations [] = {
+    "110009", "110012", "120003", "210045", "234523", "310021", "320007", "410002"
+};
+static const char *s_org_kinds [] = { "RAMP HANDLER", "PAX HANDLER", "MAINTENANCE" };
+static const char *s_first_names [] = { "Jack", "Li", "Wei", "Anna", "Chen", "Maria", "Zhang", "Tom" };
+static const char *s_last_names [] = { "Smith", "Wang", "Liu", "Garcia", "Zhao", "Muller", "Huang" };
+
+#define S_REGN_POOL 300
+#define S_VIPL_POOL 50
+
+_Static_assert (S_COUNT (s_airline_icao) == S_AIRLINES, "one ICAO code per airline");
+_Static_assert (S_COUNT (s_aircraft_icao) == S_AIRCRAFT + 1, "one ICAO type per aircraft");
+_Static_assert (S_COUNT (s_international_country) == S_INTERNATIONAL, "one country per airport");
+
 //  ---------------------------------------------------------------------
 //  PRNG: xoshiro256** seeded through splitmix64 (both public domain
 //  algorithms by Vigna/Blackman), integer-only so results are identical
@@ -533,6 +716,15 @@ struct _mx_gen_t {
     mx_gen_meta_t ring_meta [S_RING];
     size_t ring_len;
     size_t ring_next;
+    size_t flights_cap;         //  room in flights and order
+    int64_t next_flid;          //  FLID of the next ad-hoc flight
+    s_list_state_t lists [S_LIST_COUNT];
+    bool list_on [S_LIST_COUNT];
+    size_t lists_on;
+    s_rng_t hole_rng;           //  the mailbox ID sequence, apart from the texts
+    uint64_t next_slot;
+    uint64_t holes;
+    size_t late;
 };
 
 static void
@@ -893,13 +1085,17 @@ s_take_seqn (mx_gen_t *self)
     return seqn;
 }
 
-//  Start a message: META from self->meta, deformed as defect says
+//  Start a message: META from self->meta, deformed as defect says, with
+//  doctype (if not NULL) before the root
 static void
-s_envelope_open (mx_gen_t *self, s_buf_t *buf, s_defect_t defect, int field)
+s_envelope_start (mx_gen_t *self, s_buf_t *buf, s_defect_t defect, int field,
+                  const char *doctype)
 {
     s_put (buf, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     if (defect == S_DEFECT_DOCTYPE)
         s_put (buf, "<!DOCTYPE MSG [\n<!ENTITY remark \"entity text\">\n]>\n");
+    if (doctype)
+        s_put (buf, "%s", doctype);
     const char *root = defect == S_DEFECT_ROOT? "MESSAGE": "MSG";
     if (s_chance (&self->rng, 200000))
         s_put (buf, "<%s xmlns:xsi = \"http://www.w3.org/2001/XMLSchema-instance\""
@@ -927,6 +1123,12 @@ s_envelope_open (mx_gen_t *self, s_buf_t *buf, s_defect_t defect, int field)
             s_text (buf, 2, s_meta_fields [i], values [i]);
     }
     s_close (buf, 1, "META");
+}
+
+static void
+s_envelope_open (mx_gen_t *self, s_buf_t *buf, s_defect_t defect, int field)
+{
+    s_envelope_start (self, buf, defect, field, NULL);
 }
 
 static void
@@ -1347,8 +1549,8 @@ s_flop_body (mx_gen_t *self, s_buf_t *buf, s_flight_t *f, s_subtype_t st,
             break;
         }
         case S_ST_ABTM: {
-            //  ABOP is a date-time per WIRE §6 (the real FLOP_ABTM_01 sample
-            //  carries a letter there; the spec's format wins)
+            //  ABOP: WIRE §6 says date-time, the real FLOP_ABTM_01 carries a
+            //  letter; the column is text, so a time stays valid for both
             int n = s_range (rng, 1, 2);
             for (int i = 0; i < n; i++) {
                 snprintf (text, sizeof (text), "%d", f->trml * 100 + s_range (rng, 1, 40));
@@ -1475,6 +1677,8 @@ s_pick_subtype (mx_gen_t *self)
     return (s_subtype_t) s_weighted (&self->rng, self->weights, S_ST_COUNT, self->weight_sum);
 }
 
+static char *s_fdel_type_message (mx_gen_t *self, s_flight_t *f);
+
 //  One FLOP message, optionally deformed
 static char *
 s_flop_message (mx_gen_t *self, s_defect_t defect)
@@ -1484,6 +1688,10 @@ s_flop_message (mx_gen_t *self, s_defect_t defect)
     if (defect != S_DEFECT_NONE && st == S_ST_FDEL)
         st = S_ST_REMC;         //  a malformed FDEL would not delete anything
     bool clear = s_subtypes [st].clearable && s_chance (&self->rng, self->opts.clear_ppm);
+    //  No draw unless asked: the default stream stays as it was
+    if (st == S_ST_FDEL && defect == S_DEFECT_NONE && self->opts.fdel_type_ppm
+    &&  s_chance (&self->rng, self->opts.fdel_type_ppm))
+        return s_fdel_type_message (self, f);
 
     s_meta_set (self, "FLOP", s_subtypes [st].name, f->flid, self->clock_ms / 1000);
     int field = -1;
@@ -1622,6 +1830,673 @@ s_unsupported_message (mx_gen_t *self)
 }
 
 //  ---------------------------------------------------------------------
+//  Reference lists
+
+static size_t
+s_list_pool (s_list_t list)
+{
+    switch (list) {
+        case S_LIST_GLST: return 60;
+        case S_LIST_SLST: return 180;
+        case S_LIST_CLST: return 96;
+        case S_LIST_BLST: return 24;
+        case S_LIST_CHLT: return 40;
+        case S_LIST_PLST: return 8;
+        case S_LIST_TLST: return 3;
+        case S_LIST_ABDG: return 80;
+        case S_LIST_AIRC: return S_AIRCRAFT + 1;
+        case S_LIST_AIRL: return S_AIRLINES;
+        case S_LIST_ARPT:
+        case S_LIST_CITY: return S_DOMESTIC + S_INTERNATIONAL;
+        case S_LIST_COUL: return S_COUNT (s_countries);
+        case S_LIST_REGL: return S_COUNT (s_regions);
+        case S_LIST_ABNR: return S_COUNT (s_abnormal);
+        case S_LIST_DLYL: return S_COUNT (s_delay_list);
+        case S_LIST_HLTR: return S_COUNT (s_handling_tasks);
+        case S_LIST_ORGN: return S_COUNT (s_organisations);
+        case S_LIST_STTS: return S_COUNT (s_status_names);
+        case S_LIST_FLTL: return S_COUNT (s_flight_types);
+        case S_LIST_VIPL: return S_VIPL_POOL;
+        case S_LIST_VIPS: return S_COUNT (s_vip_services);
+        case S_LIST_REGN: return S_REGN_POOL;
+        default: abort ();
+    }
+}
+
+//  Stands 101-160 (T1), 201-260 (T2), 501-560 (remote), as the flights use
+static int
+s_list_stand (size_t i)
+{
+    return i < 60? 101 + (int) i: i < 120? 201 + (int) (i - 60): 501 + (int) (i - 120);
+}
+
+static const char *
+s_list_airport (size_t i, const char **country)
+{
+    if (i < S_DOMESTIC) {
+        *country = "PRC";
+        return s_domestic [i];
+    }
+    *country = s_international_country [i - S_DOMESTIC];
+    return s_international [i - S_DOMESTIC];
+}
+
+//  Key of pool entry i; unique within the list
+static void
+s_list_key (s_list_t list, size_t i, char *out, size_t size)
+{
+    const char *country;
+    switch (list) {
+        case S_LIST_GLST: snprintf (out, size, "G%zu", i + 1); break;
+        case S_LIST_SLST: snprintf (out, size, "%d", s_list_stand (i)); break;
+        case S_LIST_CLST: snprintf (out, size, "%02zu", i + 1); break;
+        case S_LIST_BLST: snprintf (out, size, "B%02zu", i + 1); break;
+        case S_LIST_CHLT: snprintf (out, size, "CH%04zu", i + 1); break;
+        case S_LIST_PLST: snprintf (out, size, "%c", (char) ('A' + i)); break;
+        case S_LIST_TLST: snprintf (out, size, "T%zu", i + 1); break;
+        case S_LIST_ABDG: snprintf (out, size, "%zu", i < 40? 101 + i: 201 + i - 40); break;
+        case S_LIST_AIRC:
+            snprintf (out, size, "%s", i < S_AIRCRAFT? s_aircraft [i].code: S_FREIGHTER);
+            break;
+        case S_LIST_AIRL: snprintf (out, size, "%s", s_airlines [i].code); break;
+        case S_LIST_ARPT:
+        case S_LIST_CITY: snprintf (out, size, "%s", s_list_airport (i, &country)); break;
+        case S_LIST_COUL: snprintf (out, size, "%s", s_countries [i].code); break;
+        case S_LIST_REGL: snprintf (out, size, "%s", s_regions [i].code); break;
+        case S_LIST_ABNR: snprintf (out, size, "%s", s_abnormal [i].code); break;
+        case S_LIST_DLYL: snprintf (out, size, "%s", s_delay_list [i].code); break;
+        case S_LIST_HLTR: snprintf (out, size, "%s", s_handling_tasks [i].code); break;
+        case S_LIST_ORGN: snprintf (out, size, "%s", s_organisations [i]); break;
+        case S_LIST_STTS: snprintf (out, size, "%s", s_status_names [i].code); break;
+        case S_LIST_FLTL: snprintf (out, size, "%s", s_flight_types [i].code); break;
+        //  Multipliers coprime to the modulus keep the keys unique
+        case S_LIST_VIPL: snprintf (out, size, "VC%05zu", 10000 + i * 1733 % 90000); break;
+        case S_LIST_VIPS: snprintf (out, size, "%s", s_vip_services [i].code); break;
+        case S_LIST_REGN: snprintf (out, size, "B%04zu", 1000 + i * 37 % 9000); break;
+        default: abort ();
+    }
+}
+
+//  A name that changes with each UPD of the record
+static void
+s_named (s_buf_t *buf, int depth, const char *name, const char *value, unsigned rev)
+{
+    if (rev)
+        s_put (buf, "%.*s<%s>%s REV %u</%s>\n", depth, s_tabs, name, value, rev, name);
+    else
+        s_text (buf, depth, name, value);
+}
+
+//  One record of a list: key first, then the fields the real samples show
+static void
+s_list_record (mx_gen_t *self, s_buf_t *buf, s_list_t list, size_t i, unsigned rev)
+{
+    const int d = 2;
+    char key [32], text [96];
+    s_list_key (list, i, key, sizeof (key));
+    const char *name = s_lists [list].name;
+    s_open (buf, 1, name);
+    s_text (buf, d, s_lists [list].key, key);
+    const char *country;
+    switch (list) {
+        case S_LIST_GLST:
+            snprintf (text, sizeof (text), "Gate %s", key);
+            s_named (buf, d, "GTNM", text, rev);
+            snprintf (text, sizeof (text), "%zu号登机口", i + 1);
+            s_text (buf, d, "GNMC", text);
+            s_text (buf, d, "GCAT", i < 40? "D": "I");
+            s_text (buf, d, "GTML", i < 30? "T1": "T2");
+            snprintf (text, sizeof (text), "%c", (char) ('A' + i / 8));
+            s_text (buf, d, "PIER", text);
+            break;
+        case S_LIST_SLST: {
+            bool remote = i >= 120;
+            snprintf (text, sizeof (text), "Stand %s", key);
+            s_named (buf, d, "STNM", text, rev);
+            snprintf (text, sizeof (text), "%s号机位", key);
+            s_text (buf, d, "SNMC", text);
+            s_text (buf, d, "SATC", i % 5 == 0? "E": "C");
+            s_text (buf, d, "STGP", remote? "REMOTE": i < 60? "T1 CONTACT": "T2 CONTACT");
+            s_empty (self, buf, d, "SWID");
+            s_text (buf, d, "STML", remote? "": i < 60? "T1": "T2");
+            s_text (buf, d, "MABS", remote? "0": i % 5 == 0? "2": "1");
+            s_text (buf, d, "REMT", remote? "Y": "N");
+            break;
+        }
+        case S_LIST_CLST:
+            snprintf (text, sizeof (text), "Desk %s", key);
+            s_named (buf, d, "CTNM", text, rev);
+            snprintf (text, sizeof (text), "%s号柜台", key);
+            s_text (buf, d, "CNMC", text);
+            s_text (buf, d, "CCAT", i < 70? "D": "I");
+            s_text (buf, d, "CTML", i < 48? "T1": "T2");
+            s_text (buf, d, "CTRA", i % 7 == 0? "Y": "N");
+            break;
+        case S_LIST_BLST:
+            snprintf (text, sizeof (text), "Belt %s", key);
+            s_named (buf, d, "BTNM", text, rev);
+            snprintf (text, sizeof (text), "%zu号行李转盘", i + 1);
+            s_text (buf, d, "BNMC", text);
+            s_text (buf, d, "BCAT", i < 18? "D": "I");
+            s_text (buf, d, "BTML", i < 12? "T1": "T2");
+            break;
+        case S_LIST_CHLT:
+            snprintf (text, sizeof (text), "Chute %zu", i + 1);
+            s_named (buf, d, "CHNM", text, rev);
+            snprintf (text, sizeof (text), "%zu号行李滑槽", i + 1);
+            s_text (buf, d, "CNMC", text);
+            s_text (buf, d, "CTML", i < 20? "T1": "T2");
+            s_text (buf, d, "CCAT", i < 30? "D": "I");
+            break;
+        case S_LIST_PLST:
+            snprintf (text, sizeof (text), "PIER %s", key);
+            s_named (buf, d, "PRNM", text, rev);
+            snprintf (text, sizeof (text), "%s指廊", key);
+            s_text (buf, d, "PNMC", text);
+            s_text (buf, d, "PCAT", i < 5? "D": "I");
+            s_text (buf, d, "PTML", i < 4? "T1": "T2");
+            break;
+        case S_LIST_TLST:
+            snprintf (text, sizeof (text), "TERMINAL %s", key);
+            s_named (buf, d, "TNAM", text, rev);
+            snprintf (text, sizeof (text), "%s航站楼", key);
+            s_text (buf, d, "TNMC", text);
+            s_text (buf, d, "TCAT", i == 0? "D": i == 1? "M": "I");
+            s_text (buf, d, "TPAX", i < 2? "Y": "N");
+            break;
+        case S_LIST_ABDG:
+            snprintf (text, sizeof (text), "Airbridge %s", key);
+            s_named (buf, d, "DESC", text, rev);
+            snprintf (text, sizeof (text), "登机桥 %s", key);
+            s_text (buf, d, "CDSC", text);
+            s_empty (self, buf, d, "AHGT");
+            s_text (buf, d, "ATML", i < 40? "T1": "T2");
+            s_text (buf, d, "ATHE", "N");
+            s_text (buf, d, "STND", key);
+            snprintf (text, sizeof (text), "G%zu", i % 60 + 1);
+            s_text (buf, d, "GATE", text);
+            s_text (buf, d, "AMNO", i % 4 == 0? "2": "1");
+            break;
+        case S_LIST_AIRC: {
+            int maxp = i < S_AIRCRAFT? s_aircraft [i].maxp: 0;
+            s_text (buf, d, "ICAT", s_aircraft_icao [i]);
+            snprintf (text, sizeof (text), "AIRCRAFT TYPE %s", s_aircraft_icao [i]);
+            s_named (buf, d, "DESC", text, rev);
+            s_text (buf, d, "CHAP", "C");
+            if (maxp)
+                s_int (buf, d, "MAXP", maxp);
+            else
+                s_empty (self, buf, d, "MAXP");
+            s_int (buf, d, "MTWT", i < S_AIRCRAFT && s_aircraft [i].wide? 250000: 78000);
+            s_int (buf, d, "MABR", i < S_AIRCRAFT && s_aircraft [i].wide? 2: 1);
+            break;
+        }
+        case S_LIST_AIRL: {
+            const s_airline_t *al = &s_airlines [i];
+            s_text (buf, d, "ICOP", s_airline_icao [i]);
+            snprintf (text, sizeof (text), "AIRLINE %s", al->code);
+            s_named (buf, d, "ONAM", text, rev);
+            snprintf (text, sizeof (text), "%s航空公司", al->code);
+            s_text (buf, d, "ONMC", text);
+            country = "PRC";
+            if (al->foreign)
+                for (size_t a = 0; a < S_INTERNATIONAL; a++)
+                    if (strcmp (s_international [a], al->hub) == 0)
+                        country = s_international_country [a];
+            s_text (buf, d, "CTRY", country);
+            s_put (buf, "%.*s<TRML", d, s_tabs);
+            s_attr (self, buf, "MVIN", "");
+            s_attr (self, buf, "FLIN", "");
+            snprintf (text, sizeof (text), "T%d", al->trml);
+            s_put (buf, ">%s</TRML>\n", text);
+            s_text (buf, d, "DORI", al->foreign? "I": "D");
+            break;
+        }
+        case S_LIST_ARPT:
+            s_list_airport (i, &country);
+            snprintf (text, sizeof (text), "AIRPORT %s", key);
+            s_named (buf, d, "ANAM", text, rev);
+            s_text (buf, d, "CTRY", country);
+            s_text (buf, d, "ACTY", key);
+            s_text (buf, d, "ATYP", i < S_DOMESTIC? "D": "I");
+            s_text (buf, d, "HAUL", i < S_DOMESTIC? "S": "L");
+            s_put (buf, "%.*s<ABBR", d + 1, s_tabs);
+            s_attr (self, buf, "CODE", "ABR1");
+            s_put (buf, ">%s</ABBR>\n", key);
+            break;
+        case S_LIST_CITY:
+            s_list_airport (i, &country);
+            snprintf (text, sizeof (text), "CITY OF %s", key);
+            s_named (buf, d, "CNAM", text, rev);
+            snprintf (text, sizeof (text), "%s市", key);
+            s_text (buf, d, "CNMC", text);
+            s_text (buf, d, "CTRY", country);
+            break;
+        case S_LIST_COUL:
+            s_named (buf, d, "COUN", s_countries [i].name, rev);
+            s_text (buf, d, "CNMC", s_countries [i].local);
+            //  A repeated child: the value becomes an array
+            s_text (buf, d, "REGC", s_countries [i].region);
+            if (s_countries [i].region2)
+                s_text (buf, d, "REGC", s_countries [i].region2);
+            break;
+        case S_LIST_REGL:
+            s_named (buf, d, "REGN", s_regions [i].name, rev);
+            s_text (buf, d, "RGNC", s_regions [i].local);
+            break;
+        case S_LIST_ABNR:
+            s_named (buf, d, "ANRD", s_abnormal [i].name, rev);
+            s_text (buf, d, "ARDC", s_abnormal [i].local);
+            break;
+        case S_LIST_DLYL:
+            s_text (buf, d, "DCDN", s_delay_list [i].alpha);
+            s_named (buf, d, "DDES", s_delay_list [i].name, rev);
+            s_text (buf, d, "DDSC", s_delay_list [i].local);
+            break;
+        case S_LIST_HLTR:
+            s_named (buf, d, "HLTD", s_handling_tasks [i].name, rev);
+            s_text (buf, d, "HTDC", s_handling_tasks [i].local);
+            s_text (buf, d, "HLTT", s_handling_tasks [i].alpha);
+            s_empty (self, buf, d, "UMNM");
+            break;
+        case S_LIST_ORGN:
+            snprintf (text, sizeof (text), "GROUND HANDLER %s", key);
+            s_named (buf, d, "ONAM", text, rev);
+            snprintf (text, sizeof (text), "地面代理%s", key);
+            s_text (buf, d, "ONMC", text);
+            s_text (buf, d, "OCAT", s_org_kinds [i % S_COUNT (s_org_kinds)]);
+            break;
+        case S_LIST_STTS:
+            s_named (buf, d, "STTD", s_status_names [i].name, rev);
+            s_text (buf, d, "STDC", s_status_names [i].local);
+            s_text (buf, d, "ABNS", strcmp (key, "DLY") == 0? "Y": "N");
+            break;
+        case S_LIST_FLTL:
+            s_text (buf, d, "CTYP", i == 1? "CHT": "SCH");
+            s_named (buf, d, "FDES", s_flight_types [i].name, rev);
+            s_text (buf, d, "FDSC", s_flight_types [i].local);
+            s_text (buf, d, "FCML", i < 2? "Y": "N");
+            break;
+        case S_LIST_VIPL:
+            snprintf (text, sizeof (text), "%zu", 200 + i);
+            s_text (buf, d, "VPNC", text);
+            s_named (buf, d, "VFNM", s_first_names [i % S_COUNT (s_first_names)], rev);
+            s_text (buf, d, "VLNM", s_last_names [i % S_COUNT (s_last_names)]);
+            s_text (buf, d, "VDES", i % 3 == 0? "Minister": "Guest");
+            s_int (buf, d, "VRNK", (int64_t) (i % 5 + 1));
+            s_text (buf, d, "VRMK", "贵宾");
+            break;
+        case S_LIST_VIPS:
+            s_named (buf, d, "VSDS", s_vip_services [i].name, rev);
+            s_text (buf, d, "VSDC", s_vip_services [i].local);
+            s_int (buf, d, "VSQC", 1);
+            s_text (buf, d, "VSUC", i % 2? "Y": "N");
+            break;
+        case S_LIST_REGN: {
+            size_t type = i % S_AIRCRAFT;
+            s_text (buf, d, "ITAT", s_aircraft [type].code);
+            snprintf (text, sizeof (text), "%zu", 50000 + i);
+            s_named (buf, d, "OWID", text, rev);
+            s_text (buf, d, "ACAL", s_airlines [i % 25].code);
+            s_int (buf, d, "MAXP", s_aircraft [type].maxp);
+            s_empty (self, buf, d, "MTWT");
+            break;
+        }
+        default:
+            abort ();
+    }
+    s_close (buf, 1, name);
+}
+
+//  One message of a reference list: DNLD the first time, then ADD, UPD,
+//  DEL or again DNLD, keeping track of what the upstream's list holds
+static char *
+s_reference_message (mx_gen_t *self)
+{
+    s_rng_t *rng = &self->rng;
+    size_t nth = s_below (rng, (uint32_t) self->lists_on);
+    s_list_t list = 0;
+    for (size_t i = 0; i < S_LIST_COUNT; i++)
+        if (self->list_on [i] && nth-- == 0) {
+            list = (s_list_t) i;
+            break;
+        }
+    s_list_state_t *state = &self->lists [list];
+    if (!state->present) {
+        state->size = s_list_pool (list);
+        state->present = s_alloc (state->size);
+        state->rev = s_alloc (state->size * sizeof (uint16_t));
+    }
+    size_t present = 0;
+    for (size_t i = 0; i < state->size; i++)
+        present += state->present [i];
+
+    const char *styp = "DNLD";
+    if (state->downloaded) {
+        uint32_t r = s_below (rng, 100);
+        styp = r < 10? "DNLD": r < 40? "ADD": r < 80? "UPD": "DEL";
+    }
+    if (strcmp (styp, "ADD") == 0 && present == state->size)
+        styp = "UPD";
+    if ((strcmp (styp, "UPD") == 0 || strcmp (styp, "DEL") == 0) && present == 0)
+        styp = "ADD";
+
+    size_t *picks = s_alloc (state->size * sizeof (size_t));
+    size_t npicks = 0;
+    if (strcmp (styp, "DNLD") == 0) {
+        //  The whole list as the upstream holds it now: mostly the same
+        //  keys as before, a few come and go
+        for (size_t i = 0; i < state->size; i++)
+            if (state->downloaded
+                ? s_chance (rng, 20000)
+                : s_chance (rng, 850000))
+                state->present [i] ^= 1;
+        for (size_t i = 0; i < state->size; i++)
+            if (state->present [i])
+                picks [npicks++] = i;
+        if (npicks == 0) {
+            state->present [0] = 1;
+            picks [npicks++] = 0;
+        }
+        state->downloaded = true;
+    }
+    else {
+        bool want = strcmp (styp, "ADD") != 0;
+        size_t candidates = 0;
+        for (size_t i = 0; i < state->size; i++)
+            if ((state->present [i] != 0) == want)
+                picks [candidates++] = i;
+        size_t n = (size_t) s_range (rng, 1, candidates < 3? (int) candidates: 3);
+        //  Partial Fisher-Yates: the first n become the chosen ones
+        for (size_t i = 0; i < n; i++) {
+            size_t j = i + s_below (rng, (uint32_t) (candidates - i));
+            size_t swap = picks [i];
+            picks [i] = picks [j];
+            picks [j] = swap;
+        }
+        npicks = n;
+        for (size_t i = 0; i < n; i++) {
+            if (strcmp (styp, "ADD") == 0)
+                state->present [picks [i]] = 1;
+            else
+            if (strcmp (styp, "UPD") == 0)
+                state->rev [picks [i]]++;
+        }
+    }
+
+    s_meta_set (self, s_lists [list].name, styp, 0, self->clock_ms / 1000);
+    s_buf_t buf = { 0 };
+    s_envelope_open (self, &buf, S_DEFECT_NONE, -1);
+    s_put (&buf, "\t<RECS>%zu</RECS>\n", npicks);
+    for (size_t i = 0; i < npicks; i++)
+        s_list_record (self, &buf, list, picks [i], state->rev [picks [i]]);
+    s_envelope_close (&buf, S_DEFECT_NONE);
+    if (strcmp (styp, "DEL") == 0)
+        for (size_t i = 0; i < npicks; i++)
+            state->present [picks [i]] = 0;
+    free (picks);
+    return s_take (&buf);
+}
+
+//  ---------------------------------------------------------------------
+//  Schedule changes during the day: ad-hoc flights, deletions
+
+//  A flight not in the day's schedule, leaving in the next hours; returns
+//  its index
+static size_t
+s_add_flight (mx_gen_t *self)
+{
+    if (self->nflights == self->flights_cap) {
+        size_t cap = self->flights_cap? 2 * self->flights_cap: 16;
+        s_flight_t *flights = realloc (self->flights, cap * sizeof (s_flight_t));
+        size_t *order = realloc (self->order, cap * sizeof (size_t));
+        if (!flights || !order) {
+            fprintf (stderr, "mx_gen: out of memory\n");
+            abort ();
+        }
+        self->flights = flights;
+        self->order = order;
+        self->flights_cap = cap;
+    }
+    s_rng_t *rng = &self->rng;
+    size_t index = self->nflights;
+    s_flight_t *f = &self->flights [index];
+    memset (f, 0, sizeof (*f));
+    size_t airline = s_below (rng, S_AIRLINES);
+    s_flight_base (self, rng, f, airline);
+    f->mvin = s_chance (rng, 500000)? 'A': 'D';
+    //  Extra sections take numbers the schedule does not use
+    int number = s_airlines [airline].foreign
+               ? 2 * s_range (rng, 400, 498) + 1
+               : 2 * s_range (rng, 4500, 4990) + 1;
+    f->number = f->mvin == 'A'? number + 1: number;
+    int64_t slot = self->clock_ms / 1000 / 300 + s_range (rng, 12, 72);
+    int64_t last = self->day0 + 23 * S_HOUR + 55 * S_MINUTE;
+    f->sodt = slot * 300 < last? slot * 300: last;
+    f->flid = self->next_flid++;
+    self->nflights++;
+
+    //  Keep order sorted by (SODT, index): the new index is the largest
+    size_t a = 0, b = index;
+    while (a < b) {
+        size_t mid = (a + b) / 2;
+        if (self->flights [self->order [mid]].sodt <= f->sodt)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    memmove (self->order + a + 1, self->order + a, (index - a) * sizeof (size_t));
+    self->order [a] = index;
+    return index;
+}
+
+//  SCHD/ADFT: one to three full FLTR records, new flights or known ones
+static char *
+s_adhoc_message (mx_gen_t *self)
+{
+    s_rng_t *rng = &self->rng;
+    size_t picks [3];
+    size_t count = 0;
+    int n = s_range (rng, 1, 3);
+    for (int i = 0; i < n; i++) {
+        if (s_chance (rng, 600000)) {
+            picks [count++] = s_add_flight (self);
+            continue;
+        }
+        //  Index at once: adding a flight may move the array
+        size_t index = (size_t) (s_pick_flight (self, 0) - self->flights);
+        bool seen = self->flights [index].deleted;
+        for (size_t j = 0; j < count; j++)
+            seen = seen || picks [j] == index;
+        if (!seen)
+            picks [count++] = index;
+    }
+    if (count == 0)
+        picks [count++] = s_add_flight (self);
+
+    s_meta_set (self, "SCHD", "ADFT", 0, self->clock_ms / 1000);
+    s_buf_t buf = { 0 };
+    s_envelope_open (self, &buf, S_DEFECT_NONE, -1);
+    s_open (&buf, 1, "SCHD");
+    s_put (&buf, "\t\t<RECS>%zu</RECS>\n", count);
+    for (size_t i = 0; i < count; i++)
+        s_fltr (self, &buf, &self->flights [picks [i]]);
+    s_close (&buf, 1, "SCHD");
+    s_envelope_close (&buf, S_DEFECT_NONE);
+    return s_take (&buf);
+}
+
+//  SCHD/DEL: one to three flights, named by FLID and their identification
+static char *
+s_schd_delete_message (mx_gen_t *self)
+{
+    s_rng_t *rng = &self->rng;
+    s_flight_t *picks [3];
+    size_t count = 0;
+    int n = s_range (rng, 1, 3);
+    for (int i = 0; i < n; i++) {
+        s_flight_t *f = s_pick_flight (self, 0);
+        bool seen = f->deleted;
+        for (size_t j = 0; j < count; j++)
+            seen = seen || picks [j] == f;
+        if (!seen)
+            picks [count++] = f;
+    }
+    if (count == 0)
+        picks [count++] = s_pick_flight (self, 0);
+
+    s_meta_set (self, "SCHD", "DEL", 0, self->clock_ms / 1000);
+    s_buf_t buf = { 0 };
+    s_envelope_open (self, &buf, S_DEFECT_NONE, -1);
+    s_open (&buf, 1, "SCHD");
+    s_put (&buf, "\t\t<RECS>%zu</RECS>\n", count);
+    for (size_t i = 0; i < count; i++) {
+        s_flight_t *f = picks [i];
+        char flno [12];
+        s_flno (f, flno, sizeof (flno));
+        s_open (&buf, 2, "FLTR");
+        s_int (&buf, 3, "FLID", f->flid);
+        s_text (&buf, 3, "ALCD", s_airlines [f->airline].code);
+        s_text (&buf, 3, "FLNO", flno);
+        s_put (&buf, "\t\t\t<MVIN>%c</MVIN>\n", f->mvin);
+        s_time (&buf, 3, "SODT", f->sodt);
+        s_close (&buf, 2, "FLTR");
+        f->deleted = true;
+    }
+    s_close (&buf, 1, "SCHD");
+    s_envelope_close (&buf, S_DEFECT_NONE);
+    return s_take (&buf);
+}
+
+//  TYPE=FDEL: body <FDEL> with FLID and FFID, now and then the <FLOP> form
+static char *
+s_fdel_type_message (mx_gen_t *self, s_flight_t *f)
+{
+    s_meta_set (self, "FDEL", "FDEL", f->flid, self->clock_ms / 1000);
+    s_buf_t buf = { 0 };
+    s_envelope_open (self, &buf, S_DEFECT_NONE, -1);
+    char ffid [64];
+    s_ffid (f, ffid, sizeof (ffid));
+    if (s_chance (&self->rng, 750000)) {
+        s_open (&buf, 1, "FDEL");
+        s_int (&buf, 2, "FLID", f->flid);
+        s_text (&buf, 2, "FFID", ffid);
+        s_close (&buf, 1, "FDEL");
+    }
+    else {
+        s_open (&buf, 1, "FLOP");
+        s_int (&buf, 2, "FLID", f->flid);
+        s_text (&buf, 2, "FFID", ffid);
+        s_empty (self, &buf, 2, "FDEL");
+        s_close (&buf, 1, "FLOP");
+    }
+    s_envelope_close (&buf, S_DEFECT_NONE);
+    f->deleted = true;
+    return s_take (&buf);
+}
+
+//  ---------------------------------------------------------------------
+//  Hostile messages: a FLOP/REMC that a safe parser must refuse
+
+static void
+s_append (s_buf_t *buf, const char *data, size_t size)
+{
+    s_reserve (buf, size);
+    memcpy (buf->data + buf->len, data, size);
+    buf->len += size;
+}
+
+static char *
+s_hostile_message (mx_gen_t *self)
+{
+    s_hostile_t hostile = (s_hostile_t) s_below (&self->rng, S_HOSTILES);
+    s_flight_t *f = s_pick_flight (self, 0);
+    s_meta_set (self, "FLOP", "REMC", f->flid, self->clock_ms / 1000);
+    self->meta.defect = s_hostile_names [hostile];
+
+    static const char *doctypes [S_HOSTILES] = {
+        [S_HOSTILE_LAUGHS] =
+            "<!DOCTYPE MSG [\n"
+            "<!ENTITY lol \"lol\">\n"
+            "<!ENTITY lol1 \"&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;\">\n"
+            "<!ENTITY lol2 \"&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;&lol1;\">\n"
+            "<!ENTITY lol3 \"&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;\">\n"
+            "<!ENTITY lol4 \"&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;\">\n"
+            "<!ENTITY lol5 \"&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;\">\n"
+            "<!ENTITY lol6 \"&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;\">\n"
+            "<!ENTITY lol7 \"&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;\">\n"
+            "<!ENTITY lol8 \"&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;\">\n"
+            "<!ENTITY lol9 \"&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;\">\n"
+            "]>\n",
+        [S_HOSTILE_EXTERNAL] =
+            "<!DOCTYPE MSG [\n<!ENTITY ext SYSTEM \"file:///etc/passwd\">\n]>\n",
+        [S_HOSTILE_DTD] =
+            "<!DOCTYPE MSG SYSTEM \"http://aodb.invalid/unisysaodbsis.dtd\">\n",
+        [S_HOSTILE_PARAMETER] =
+            "<!DOCTYPE MSG [\n<!ENTITY % remote SYSTEM \"http://aodb.invalid/remote.dtd\">\n"
+            "%remote;\n]>\n",
+        [S_HOSTILE_OVERSIZED] = NULL
+    };
+    s_buf_t buf = { 0 };
+    s_envelope_start (self, &buf, S_DEFECT_NONE, -1, doctypes [hostile]);
+    char ffid [64];
+    s_ffid (f, ffid, sizeof (ffid));
+    s_open (&buf, 1, "FLOP");
+    s_int (&buf, 2, "FLID", f->flid);
+    s_text (&buf, 2, "FFID", ffid);
+    if (hostile == S_HOSTILE_LAUGHS)
+        s_text (&buf, 2, "REMC", "&lol9;");
+    else
+    if (hostile == S_HOSTILE_EXTERNAL)
+        s_text (&buf, 2, "REMC", "&ext;");
+    else
+    if (hostile == S_HOSTILE_OVERSIZED) {
+        static const char tail [] = "</REMC>\n\t</FLOP>\n</MSG>\n";
+        static const char chunk [] = "航班延误 请注意广播 FLIGHT DELAYED PLEASE LISTEN FOR ANNOUNCEMENTS ";
+        s_put (&buf, "\t\t<REMC>");
+        //  Whole chunks only: the text stays valid UTF-8
+        while (buf.len + strlen (tail) < self->opts.oversize_bytes)
+            s_append (&buf, chunk, strlen (chunk));
+        s_append (&buf, tail, strlen (tail));
+        return s_take (&buf);
+    }
+    else
+        s_text (&buf, 2, "REMC", s_pick (&self->rng, s_remarks, S_COUNT (s_remarks)));
+    s_close (&buf, 1, "FLOP");
+    s_envelope_close (&buf, S_DEFECT_NONE);
+    return s_take (&buf);
+}
+
+//  "GLST,SLST" into on[]; -1 with a reason on error
+static int
+s_parse_lists (const char *text, bool *on, size_t *count, char *reason, size_t size)
+{
+    memset (on, 0, S_LIST_COUNT * sizeof (bool));
+    *count = 0;
+    const char *p = text;
+    while (true) {
+        const char *comma = strchr (p, ',');
+        size_t length = comma? (size_t) (comma - p): strlen (p);
+        size_t list = 0;
+        while (list < S_LIST_COUNT
+           && !(strlen (s_lists [list].name) == length
+             && memcmp (s_lists [list].name, p, length) == 0))
+            list++;
+        if (list == S_LIST_COUNT) {
+            snprintf (reason, size, "lists names unknown reference list '%.*s'", (int) length, p);
+            return -1;
+        }
+        if (!on [list])
+            (*count)++;
+        on [list] = true;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    return 0;
+}
+
+//  ---------------------------------------------------------------------
 //  Options
 
 //  Parse "NAME:W,NAME:W" into weights; -1 with a reason on error
@@ -1695,6 +2570,8 @@ mx_gen_options_init (mx_gen_options_t *opts)
     opts->airport = "CTU";
     opts->mix = NULL;
     opts->clear_ppm = 30000;
+    opts->lists = NULL;
+    opts->oversize_bytes = 1024 * 1024 + 1;
 }
 
 int
@@ -1748,14 +2625,34 @@ mx_gen_options_check (const mx_gen_options_t *opts, char *reason, size_t size)
         return -1;
     }
     uint64_t shares = (uint64_t) opts->duplicate_ppm + opts->malformed_ppm
-                    + opts->ignored_ppm + opts->unsupported_ppm;
+                    + opts->ignored_ppm + opts->unsupported_ppm + opts->reference_ppm
+                    + opts->adhoc_ppm + opts->schd_delete_ppm + opts->hostile_ppm;
     if (shares > 1000000) {
-        snprintf (reason, size, "duplicate, malformed, ignored and unsupported shares exceed 100%%");
+        snprintf (reason, size, "the shares of the update stream (duplicate, malformed, ignored,"
+                  " unsupported, reference, adhoc, schd-delete, hostile) exceed 100%%");
         return -1;
     }
     if (opts->clear_ppm > 1000000) {
         snprintf (reason, size, "clear share exceeds 100%%");
         return -1;
+    }
+    if (opts->fdel_type_ppm > 1000000) {
+        snprintf (reason, size, "TYPE=FDEL share exceeds 100%%");
+        return -1;
+    }
+    if (opts->hole_ppm > 1000000 || opts->late_ppm > 1000000) {
+        snprintf (reason, size, "hole and late shares must each be at most 100%%");
+        return -1;
+    }
+    if (opts->oversize_bytes < 1024 || opts->oversize_bytes > 256 * 1024 * 1024) {
+        snprintf (reason, size, "oversized messages must be 1024 bytes..256 MiB");
+        return -1;
+    }
+    if (opts->lists) {
+        bool on [S_LIST_COUNT];
+        size_t count;
+        if (s_parse_lists (opts->lists, on, &count, reason, size))
+            return -1;
     }
     if (opts->mix) {
         uint32_t weights [S_ST_COUNT];
@@ -1782,6 +2679,16 @@ mx_gen_new (const mx_gen_options_t *opts)
     self->opts.sender = self->sender;
     self->opts.airport = self->airport;
     self->opts.mix = NULL;          //  not kept: the weights below are
+    self->opts.lists = NULL;        //  nor this: list_on is
+    if (opts->lists) {
+        char reason [160];
+        s_parse_lists (opts->lists, self->list_on, &self->lists_on, reason, sizeof (reason));
+    }
+    else {
+        for (size_t i = 0; i < S_LIST_COUNT; i++)
+            self->list_on [i] = true;
+        self->lists_on = S_LIST_COUNT;
+    }
 
     if (opts->mix) {
         char reason [160];
@@ -1800,6 +2707,9 @@ mx_gen_new (const mx_gen_options_t *opts)
                               * 100000 + 1;
     self->nflights = opts->flights;
     s_build_day (self);
+    self->flights_cap = self->nflights;
+    self->next_flid = self->opts.first_flid + (int64_t) self->nflights;
+    s_rng_seed (&self->hole_rng, opts->seed ^ 0x401e5401e5401e54ULL);
 
     s_rng_seed (&self->rng, opts->seed);
     size_t per = opts->per_message? opts->per_message: (self->nflights? self->nflights: 1);
@@ -1822,6 +2732,10 @@ mx_gen_destroy (mx_gen_t **self_p)
         free (self->ring [i]);
     free (self->flights);
     free (self->order);
+    for (size_t i = 0; i < S_LIST_COUNT; i++) {
+        free (self->lists [i].present);
+        free (self->lists [i].rev);
+    }
     free (self);
     *self_p = NULL;
 }
@@ -1845,6 +2759,10 @@ mx_gen_next (mx_gen_t *self, mx_gen_kind_t *kind)
         uint32_t bad = dup + self->opts.malformed_ppm;
         uint32_t ign = bad + self->opts.ignored_ppm;
         uint32_t uns = ign + self->opts.unsupported_ppm;
+        uint32_t ref = uns + self->opts.reference_ppm;
+        uint32_t adf = ref + self->opts.adhoc_ppm;
+        uint32_t del = adf + self->opts.schd_delete_ppm;
+        uint32_t hos = del + self->opts.hostile_ppm;
         if (r < dup && self->ring_len > 0) {
             k = MX_GEN_DUPLICATE;
             size_t i = s_below (&self->rng, (uint32_t) self->ring_len);
@@ -1868,6 +2786,26 @@ mx_gen_next (mx_gen_t *self, mx_gen_kind_t *kind)
             k = MX_GEN_UNSUPPORTED;
             text = s_unsupported_message (self);
         }
+        else
+        if (r >= uns && r < ref) {
+            k = MX_GEN_REFERENCE;
+            text = s_reference_message (self);
+        }
+        else
+        if (r >= ref && r < adf) {
+            k = MX_GEN_ADHOC;
+            text = s_adhoc_message (self);
+        }
+        else
+        if (r >= adf && r < del) {
+            k = MX_GEN_SCHD_DELETE;
+            text = s_schd_delete_message (self);
+        }
+        else
+        if (r >= del && r < hos) {
+            k = MX_GEN_HOSTILE;
+            text = s_hostile_message (self);
+        }
         else {
             k = MX_GEN_UPDATE;
             text = s_flop_message (self, S_DEFECT_NONE);
@@ -1880,6 +2818,21 @@ mx_gen_next (mx_gen_t *self, mx_gen_kind_t *kind)
                 self->ring_len++;
         }
     }
+    //  The mailbox ID of the message: its own PRNG, so holes never change
+    //  the texts
+    bool late = false;
+    if (self->opts.hole_ppm || self->opts.late_ppm) {
+        if (self->opts.hole_ppm && s_chance (&self->hole_rng, self->opts.hole_ppm)) {
+            uint64_t width = 1 + s_below (&self->hole_rng, 3);
+            self->next_slot += width;
+            self->holes += width;
+        }
+        late = self->opts.late_ppm && s_chance (&self->hole_rng, self->opts.late_ppm);
+    }
+    self->meta.slot = self->next_slot++;
+    self->meta.late = late;
+    if (late)
+        self->late++;
     self->produced++;
     self->counts [k]++;
     if (kind)
@@ -1911,7 +2864,8 @@ const char *
 mx_gen_kind_name (mx_gen_kind_t kind)
 {
     static const char *names [MX_GEN_KINDS] = {
-        "schedule", "update", "duplicate", "malformed", "ignored", "unsupported"
+        "schedule", "update", "duplicate", "malformed", "ignored", "unsupported",
+        "reference", "adhoc", "schd-delete", "hostile"
     };
     return (int) kind >= 0 && kind < MX_GEN_KINDS? names [kind]: "unknown";
 }
@@ -1926,4 +2880,34 @@ const char *
 mx_gen_subtype_name (size_t index)
 {
     return index < S_ST_COUNT? s_subtypes [index].name: NULL;
+}
+
+uint64_t
+mx_gen_holes (mx_gen_t *self)
+{
+    return self? self->holes: 0;
+}
+
+size_t
+mx_gen_late (mx_gen_t *self)
+{
+    return self? self->late: 0;
+}
+
+size_t
+mx_gen_list_count (void)
+{
+    return S_LIST_COUNT;
+}
+
+const char *
+mx_gen_list_name (size_t index)
+{
+    return index < S_LIST_COUNT? s_lists [index].name: NULL;
+}
+
+const char *
+mx_gen_list_key (size_t index)
+{
+    return index < S_LIST_COUNT? s_lists [index].key: NULL;
 }

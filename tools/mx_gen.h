@@ -5,7 +5,12 @@
     up to per_message FLTR records each), then a stream of operational
     updates (FLOP) whose DTTM advances over the day. A share of the update
     stream can be replaced by exact duplicates, malformed messages, ignored
-    types (LDM, RSTA, EROR) and unsupported ones (SCHS).
+    types (LDM, RSTA, EROR) and unsupported ones (SCHS), and - when asked -
+    by reference-list messages (the 23 lists of WIRE.md §7), ad-hoc flights
+    (SCHD/ADFT), schedule deletions (SCHD/DEL) and hostile messages (DOCTYPE,
+    entity expansion, external entities, oversized text). FDEL can take the
+    TYPE=FDEL form, and the mailbox ID sequence can get holes, some of which
+    are filled late (the message is written after all others).
 
     The output depends only on the options: the generator has its own PRNG
     and its own calendar arithmetic (no rand(), no time zone, no locale), so
@@ -16,6 +21,7 @@
 #ifndef MX_GEN_H_INCLUDED
 #define MX_GEN_H_INCLUDED
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,9 +33,13 @@ typedef enum {
     MX_GEN_DUPLICATE,       //  byte-identical re-send of a recent update
     MX_GEN_MALFORMED,       //  must end DEAD(MALFORMED) in the daemon
     MX_GEN_IGNORED,         //  LDM, RSTA or EROR
-    MX_GEN_UNSUPPORTED      //  SCHS/DNLD
+    MX_GEN_UNSUPPORTED,     //  SCHS/DNLD
+    MX_GEN_REFERENCE,       //  reference list: DNLD, ADD, UPD or DEL
+    MX_GEN_ADHOC,           //  SCHD/ADFT: new flights, or full records of known ones
+    MX_GEN_SCHD_DELETE,     //  SCHD/DEL: the listed flights are deleted
+    MX_GEN_HOSTILE          //  DOCTYPE, entities, oversized: must end DEAD(MALFORMED)
 } mx_gen_kind_t;
-#define MX_GEN_KINDS 6
+#define MX_GEN_KINDS 10
 
 typedef struct {
     uint64_t seed;
@@ -49,6 +59,23 @@ typedef struct {
     uint32_t unsupported_ppm;
     //  Share of FLOPs that clear their element(s) (present and empty)
     uint32_t clear_ppm;
+    //  Further shares of the update stream (all 0 by default). The shares
+    //  above and these together are at most 100%.
+    uint32_t reference_ppm;
+    uint32_t adhoc_ppm;
+    uint32_t schd_delete_ppm;
+    uint32_t hostile_ppm;
+    //  Share of flight deletions written as TYPE=FDEL instead of FLOP/FDEL
+    uint32_t fdel_type_ppm;
+    //  Reference lists to use, "GLST,SLST", NULL = all 23
+    const char *lists;
+    //  Hostile "oversized" messages are at least this long (bytes)
+    size_t oversize_bytes;
+    //  Mailbox ID sequence: share of messages preceded by 1..3 unused IDs,
+    //  and share of messages written after all others (a hole that fills
+    //  late). Drawn apart from the messages: the texts do not change.
+    uint32_t hole_ppm;
+    uint32_t late_ppm;
 } mx_gen_options_t;
 
 //  META of a generated message; for a malformed one, what it was meant to
@@ -59,12 +86,15 @@ typedef struct {
     char dttm [15];             //  yyyyMMddHHmmss
     char type [5];
     char styp [5];
-    int64_t flid;               //  FLOP, LDM: the flight; 0 otherwise
-    const char *defect;         //  malformed: what is wrong; else NULL
+    int64_t flid;               //  FLOP, FDEL, LDM: the flight; 0 otherwise
+    const char *defect;         //  malformed, hostile: what is wrong; else NULL
+    uint64_t slot;              //  place in the mailbox ID sequence, from 0
+    bool late;                  //  to be written after every other message
 } mx_gen_meta_t;
 
 //  Fill opts with the defaults (seed 1, 200 flights, 1000 updates, 500 per
-//  message, day 2021-01-23, SEQN from 1, sender AODB, airport CTU, 3% clears).
+//  message, day 2021-01-23, SEQN from 1, sender AODB, airport CTU, 3% clears,
+//  oversized messages of 1 MiB + 1 byte, nothing else).
 void mx_gen_options_init (mx_gen_options_t *opts);
 
 //  0 if opts can build a generator, else -1 and a reason in reason[size].
@@ -90,11 +120,21 @@ size_t mx_gen_total (mx_gen_t *self);
 //  Messages of kind returned so far.
 size_t mx_gen_count (mx_gen_t *self, mx_gen_kind_t kind);
 
-//  Lower-case name of kind: "schedule", "update", ...
+//  Mailbox IDs left unused so far (holes that never fill) and messages
+//  marked late so far.
+uint64_t mx_gen_holes (mx_gen_t *self);
+size_t mx_gen_late (mx_gen_t *self);
+
+//  Lower-case name of kind: "schedule", "update", ..., "schd-delete"
 const char *mx_gen_kind_name (mx_gen_kind_t kind);
 
 //  The FLOP subtypes the generator knows, in table order (FDEL last).
 size_t mx_gen_subtype_count (void);
 const char *mx_gen_subtype_name (size_t index);
+
+//  The reference lists of WIRE.md §7 (TYPE code, key element), table order.
+size_t mx_gen_list_count (void);
+const char *mx_gen_list_name (size_t index);
+const char *mx_gen_list_key (size_t index);
 
 #endif

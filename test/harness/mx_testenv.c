@@ -493,6 +493,49 @@ mx_testmb_insert (mx_testmb_t *self, int64_t id, const char *xml, int64_t receiv
     return new_id;
 }
 
+char *
+mx_testmb_take (mx_testmb_t *self, int64_t id)
+{
+    assert (self);
+    if (!self->conn)
+        self->conn = mx_testmb_connect (self);
+    MYSQL_STMT *stmt = s_mb_prepare (self->conn,
+        "SELECT CMINMSGS_CLOB_MSG FROM CMINMSGS WHERE CMINMSGS_ID = ?");
+    long long id_value = id;
+    MYSQL_BIND param;
+    memset (&param, 0, sizeof param);
+    param.buffer_type = MYSQL_TYPE_LONGLONG;
+    param.buffer = &id_value;
+    unsigned long length = 0;
+    my_bool is_null = 0;
+    MYSQL_BIND column;
+    memset (&column, 0, sizeof column);
+    column.buffer_type = MYSQL_TYPE_STRING;
+    column.length = &length;
+    column.is_null = &is_null;
+    if (mysql_stmt_bind_param (stmt, &param) || mysql_stmt_execute (stmt)
+    ||  mysql_stmt_bind_result (stmt, &column))
+        s_fail ("MariaDB: read CMINMSGS %" PRId64 ": %s", id, mysql_stmt_error (stmt));
+    int rc = mysql_stmt_fetch (stmt);
+    char *xml = NULL;
+    if (rc == 0 || rc == MYSQL_DATA_TRUNCATED) {
+        //  Learn the length first, then fetch the whole text.
+        xml = calloc (1, length + 1);
+        column.buffer = xml;
+        column.buffer_length = length;
+        if (length > 0 && mysql_stmt_fetch_column (stmt, &column, 0, 0))
+            s_fail ("MariaDB: fetch CMINMSGS %" PRId64 ": %s", id, mysql_stmt_error (stmt));
+    }
+    mysql_stmt_close (stmt);
+    if (!xml)
+        return NULL;
+    stmt = s_mb_prepare (self->conn, "DELETE FROM CMINMSGS WHERE CMINMSGS_ID = ?");
+    if (mysql_stmt_bind_param (stmt, &param) || mysql_stmt_execute (stmt))
+        s_fail ("MariaDB: delete CMINMSGS %" PRId64 ": %s", id, mysql_stmt_error (stmt));
+    mysql_stmt_close (stmt);
+    return xml;
+}
+
 //  Kills connections still using `database`: an open transaction would
 //  otherwise make DROP DATABASE wait for its metadata lock.
 static void

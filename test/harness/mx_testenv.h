@@ -71,6 +71,11 @@ MYSQL *
 int64_t
     mx_testmb_insert (mx_testmb_t *self, int64_t id, const char *xml, int64_t received_ms);
 
+//  Remove row id from CMINMSGS and return its text (malloc'd), or NULL when
+//  there is no such row: makes a hole that a test can fill later.
+char *
+    mx_testmb_take (mx_testmb_t *self, int64_t id);
+
 //  Drops the database (killing connections still open on it). Safe twice.
 void
     mx_testmb_destroy (mx_testmb_t **self_p);

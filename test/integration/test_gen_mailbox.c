@@ -1,7 +1,9 @@
 /*  The msgx-gen binary against a real MariaDB mailbox: what it inserts is
     exactly what the mx_gen library generates for the same options, row by
     row, in ID order, as the upstream would leave it (STATUS VALID, not yet
-    processed, META copied into the SUBSYSTEM_* columns).
+    processed, META copied into the SUBSYSTEM_* columns). With holes the IDs
+    follow the library's slots, and late messages are inserted last (an
+    insert trigger records the order).
 */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <cmocka.h>
 #include <mysql.h>
 
@@ -48,7 +51,8 @@ s_options (uint64_t seed, size_t flights, size_t updates, size_t per_message)
     return opts;
 }
 
-//  Compares the CMINMSGS rows from first_id on with the library's stream
+//  Compares the CMINMSGS rows from first_id on with the library's stream:
+//  row IDs are first_id + slot (contiguous unless holes were asked for)
 static void
 s_check_rows (mx_testmb_t *mb, const mx_gen_options_t *opts, long long first_id)
 {
@@ -68,7 +72,6 @@ s_check_rows (mx_testmb_t *mb, const mx_gen_options_t *opts, long long first_id)
 
     mx_gen_t *gen = mx_gen_new (opts);
     assert_non_null (gen);
-    long long expected_id = first_id;
     size_t rows = 0;
     MYSQL_ROW row;
     while ((row = mysql_fetch_row (result))) {
@@ -76,13 +79,12 @@ s_check_rows (mx_testmb_t *mb, const mx_gen_options_t *opts, long long first_id)
         long long id = atoll (row [0]);
         if (id < first_id)
             continue;
-        //  Contiguous, in the order generated
-        assert_int_equal (id, expected_id);
-        expected_id++;
         char *text = mx_gen_next (gen, NULL);
         if (!text)
             fail_msg ("row %lld beyond the generated stream", id);
         const mx_gen_meta_t *meta = mx_gen_meta (gen);
+        //  In the order generated, at the slot's ID
+        assert_int_equal (id, first_id + (long long) meta->slot);
         if (lengths [1] != strlen (text) || memcmp (row [1], text, lengths [1]) != 0)
             fail_msg ("row %lld differs from the generated message", id);
         assert_string_equal (row [2], "VALID");
@@ -210,7 +212,7 @@ test_connection_failure (void **state)
 static void
 test_bad_arguments (void **state)
 {
-    static const char *const cases [][6] = {
+    static const char *const cases [][7] = {
         { "--flights", "many", "--stdout", NULL },
         { "--flights", "3", NULL },                         //  no output
         { "--stdout", "--mysql", NULL },                    //  two outputs
@@ -221,6 +223,11 @@ test_bad_arguments (void **state)
         { "--stdout", "--seed", NULL },
         { "--mysql", "--port", "70000", NULL },
         { "--stdout", "stray", NULL },
+        { "--stdout", "--holes", "101", NULL },
+        { "--stdout", "--lists", "NOPE", NULL },
+        { "--stdout", "--rate", "fast", NULL },
+        { "--stdout", "--oversize", "10", NULL },
+        { "--stdout", "--hostile", "60", "--reference", "50", NULL },
     };
     for (size_t i = 0; i < sizeof (cases) / sizeof (cases [0]); i++) {
         char *out = NULL, *err = NULL;
@@ -303,6 +310,294 @@ test_files_and_stdout (void **state)
     free (dir);
 }
 
+//  Connection arguments of the test mailbox, for args lists
+typedef struct {
+    char port [16];
+    const char *args [10];
+} s_conn_t;
+
+static void
+s_conn (mx_testmb_t *mb, s_conn_t *conn)
+{
+    snprintf (conn->port, sizeof (conn->port), "%d", mx_testmb_port (mb));
+    const char *args [10] = {
+        "--host", mx_testmb_host (mb), "--port", conn->port,
+        "--user", mx_testmb_user (mb), "--password", mx_testmb_password (mb),
+        "--database", mx_testmb_database (mb)
+    };
+    memcpy (conn->args, args, sizeof (args));
+}
+
+//  args then the connection, NULL-terminated, into out[64]
+static void
+s_with_conn (const char *const *args, const s_conn_t *conn, const char **out)
+{
+    size_t n = 0;
+    for (; args [n]; n++)
+        out [n] = args [n];
+    for (size_t i = 0; i < 10; i++)
+        out [n++] = conn->args [i];
+    out [n] = NULL;
+}
+
+static void
+s_exec (MYSQL *conn, const char *sql)
+{
+    if (mysql_query (conn, sql))
+        fail_msg ("%s: %s", sql, mysql_error (conn));
+}
+
+static long long
+s_scalar (MYSQL *conn, const char *sql)
+{
+    s_exec (conn, sql);
+    MYSQL_RES *result = mysql_store_result (conn);
+    assert_non_null (result);
+    MYSQL_ROW row = mysql_fetch_row (result);
+    assert_non_null (row);
+    assert_non_null (row [0]);
+    long long value = atoll (row [0]);
+    mysql_free_result (result);
+    return value;
+}
+
+//  Holes stay unused; late messages arrive after all others, at their IDs
+static void
+test_holes_and_late (void **state)
+{
+    mx_testmb_t *mb = mx_testmb_new ();
+    MYSQL *conn = mx_testmb_connect (mb);
+    assert_non_null (conn);
+    s_exec (conn, "CREATE TABLE insert_log"
+                  " (seq BIGINT AUTO_INCREMENT PRIMARY KEY, id BIGINT NOT NULL)");
+    s_exec (conn, "CREATE TRIGGER cminmsgs_log AFTER INSERT ON CMINMSGS FOR EACH ROW"
+                  " INSERT INTO insert_log (id) VALUES (NEW.CMINMSGS_ID)");
+    //  Someone wrote ID 5 before: explicit IDs start above it
+    assert_int_equal (mx_testmb_insert (mb, 5, "<MSG/>", (int64_t) time (NULL) * 1000), 5);
+
+    s_conn_t c;
+    s_conn (mb, &c);
+    const char *opts_args [] = {
+        "--mysql", "--seed", "12", "--flights", "40", "--updates", "400",
+        "--per-message", "15", "--holes", "5", "--late-holes", "5", "--reference", "5",
+        "--adhoc", "3", "--schd-delete", "2", "--hostile", "2", "--oversize", "3000",
+        "--fdel-type", "50", "--batch", "50", NULL
+    };
+    const char *args [64];
+    s_with_conn (opts_args, &c, args);
+    char *out = NULL, *err = NULL;
+    int rc = s_run (args, NULL, &out, &err);
+    if (rc != 0)
+        fail_msg ("msgx-gen exited %d: %s", rc, err);
+
+    mx_gen_options_t opts = s_options (12, 40, 400, 15);
+    opts.hole_ppm = 50000;
+    opts.late_ppm = 50000;
+    opts.reference_ppm = 50000;
+    opts.adhoc_ppm = 30000;
+    opts.schd_delete_ppm = 20000;
+    opts.hostile_ppm = 20000;
+    opts.oversize_bytes = 3000;
+    opts.fdel_type_ppm = 500000;
+    //  The order the rows must arrive in: on time by ID, then the late ones
+    mx_gen_t *gen = mx_gen_new (&opts);
+    size_t total = mx_gen_total (gen);
+    long long *order = calloc (total, sizeof (long long));
+    size_t on_time = 0, late = 0;
+    uint64_t first_slot = 0, last_slot = 0;
+    for (size_t i = 0; i < total; i++) {
+        free (mx_gen_next (gen, NULL));
+        const mx_gen_meta_t *meta = mx_gen_meta (gen);
+        if (i == 0)
+            first_slot = meta->slot;
+        last_slot = meta->slot;
+        if (!meta->late)
+            order [on_time++] = 6 + (long long) meta->slot;
+    }
+    mx_gen_destroy (&gen);
+    gen = mx_gen_new (&opts);
+    for (size_t i = 0; i < total; i++) {
+        free (mx_gen_next (gen, NULL));
+        if (mx_gen_meta (gen)->late)
+            order [on_time + late++] = 6 + (long long) mx_gen_meta (gen)->slot;
+    }
+    assert_true (late > 5);
+    assert_true (mx_gen_holes (gen) > 10);
+    char summary [160];
+    snprintf (summary, sizeof (summary), " ids %llu..%llu (%llu IDs unused, %zu written late) in ",
+              6 + (unsigned long long) first_slot, 6 + (unsigned long long) last_slot,
+              (unsigned long long) mx_gen_holes (gen), late);
+    if (!strstr (out, summary))
+        fail_msg ("summary '%s' lacks '%s'", out, summary);
+    mx_gen_destroy (&gen);
+    free (out);
+    free (err);
+
+    s_check_rows (mb, &opts, 6);
+    s_exec (conn, "SELECT id FROM insert_log WHERE id <> 5 ORDER BY seq");
+    MYSQL_RES *result = mysql_store_result (conn);
+    assert_int_equal (mysql_num_rows (result), total);
+    MYSQL_ROW row;
+    for (size_t i = 0; (row = mysql_fetch_row (result)); i++)
+        if (atoll (row [0]) != order [i])
+            fail_msg ("insert %zu was ID %s, expected %lld", i, row [0], order [i]);
+    mysql_free_result (result);
+    free (order);
+    mysql_close (conn);
+    mx_testmb_destroy (&mb);
+}
+
+//  CMINMSGS_DATE_RECEIVED = NOW() in the asked session time zone
+static void
+test_time_zone (void **state)
+{
+    mx_testmb_t *mb = mx_testmb_new ();
+    MYSQL *conn = mx_testmb_connect (mb);
+    s_conn_t c;
+    s_conn (mb, &c);
+    const char *east [] = { "--mysql", "--flights", "2", "--updates", "1",
+                            "--time-zone", "+08:00", NULL };
+    const char *args [64];
+    s_with_conn (east, &c, args);
+    char *err = NULL;
+    if (s_run (args, NULL, NULL, &err) != 0)
+        fail_msg ("msgx-gen failed: %s", err);
+    free (err);
+    static const char *offset =
+        "SELECT MIN(TIMESTAMPDIFF(MINUTE, UTC_TIMESTAMP(), CMINMSGS_DATE_RECEIVED))"
+        " FROM CMINMSGS";
+    assert_in_range (s_scalar (conn, offset), 478, 480);
+
+    //  From the daemon's own variable when no option says otherwise
+    s_exec (conn, "DELETE FROM CMINMSGS");
+    const char *plain [] = { "--mysql", "--flights", "2", "--updates", "1", NULL };
+    s_with_conn (plain, &c, args);
+    const char *env [] = { "MAILBOX_SHARED_MYSQL_TIME_ZONE=-05:00", NULL };
+    assert_int_equal (s_run (args, env, NULL, NULL), 0);
+    long long minutes = s_scalar (conn, offset);
+    assert_true (minutes >= -301 && minutes <= -299);
+
+    const char *bad [] = { "--mysql", "--flights", "2", "--updates", "1",
+                           "--time-zone", "Mars/Olympus_Mons", NULL };
+    s_with_conn (bad, &c, args);
+    err = NULL;
+    assert_int_equal (s_run (args, NULL, NULL, &err), 1);
+    assert_non_null (strstr (err, "cannot set the session time zone 'Mars/Olympus_Mons'"));
+    free (err);
+    assert_int_equal (s_scalar (conn, "SELECT COUNT(*) FROM CMINMSGS"), 2);
+    mysql_close (conn);
+    mx_testmb_destroy (&mb);
+}
+
+static double
+s_seconds (void)
+{
+    struct timespec ts;
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+//  --rate spreads the rows: 20 rows at 50 per second take 0.4 s at least
+static void
+test_rate (void **state)
+{
+    mx_testmb_t *mb = mx_testmb_new ();
+    s_conn_t c;
+    s_conn (mb, &c);
+    const char *paced [] = { "--mysql", "--flights", "3", "--updates", "19",
+                             "--rate", "50", NULL };
+    const char *args [64];
+    s_with_conn (paced, &c, args);
+    double start = s_seconds ();
+    char *out = NULL;
+    assert_int_equal (s_run (args, NULL, &out, NULL), 0);
+    double elapsed = s_seconds () - start;
+    assert_non_null (strstr (out, "msgx-gen: 20 messages"));
+    free (out);
+    if (elapsed < 0.39)
+        fail_msg ("20 rows at 50/s took only %.3f s", elapsed);
+    mx_gen_options_t opts = s_options (1, 3, 19, 500);
+    s_check_rows (mb, &opts, 1);
+    mx_testmb_destroy (&mb);
+}
+
+//  A message beyond MEDIUMTEXT is refused with a clear reason; what came
+//  before it in committed batches stays
+static void
+test_too_big_for_the_mailbox (void **state)
+{
+    mx_gen_options_t opts = s_options (1, 2, 40, 500);
+    opts.hostile_ppm = 1000000;
+    opts.oversize_bytes = 16777300;
+    mx_gen_t *gen = mx_gen_new (&opts);
+    size_t before = 0;
+    char *text;
+    while ((text = mx_gen_next (gen, NULL)) && strlen (text) <= 16777215) {
+        free (text);
+        before++;
+    }
+    assert_non_null (text);
+    free (text);
+    mx_gen_destroy (&gen);
+
+    mx_testmb_t *mb = mx_testmb_new ();
+    s_conn_t c;
+    s_conn (mb, &c);
+    const char *big [] = { "--mysql", "--flights", "2", "--updates", "40", "--hostile", "100",
+                           "--oversize", "16777300", "--batch", "1", NULL };
+    const char *args [64];
+    s_with_conn (big, &c, args);
+    char *out = NULL, *err = NULL;
+    assert_int_equal (s_run (args, NULL, &out, &err), 1);
+    assert_non_null (strstr (err, "MEDIUMTEXT"));
+    assert_string_equal (out, "");
+    free (out);
+    free (err);
+    MYSQL *conn = mx_testmb_connect (mb);
+    assert_int_equal (s_scalar (conn, "SELECT COUNT(*) FROM CMINMSGS"), (long long) before);
+    mysql_close (conn);
+    mx_testmb_destroy (&mb);
+}
+
+//  --out-dir numbers the files by mailbox ID: holes leave numbers out
+static void
+test_dir_with_holes (void **state)
+{
+    mx_gen_options_t opts = s_options (4, 10, 60, 500);
+    opts.hole_ppm = 200000;
+    mx_gen_t *gen = mx_gen_new (&opts);
+    char *dir = mx_testenv_tmpdir ();
+    char *target = NULL;
+    assert_true (asprintf (&target, "%s/day", dir) > 0);
+    const char *args [] = { "--out-dir", target, "--seed", "4", "--flights", "10",
+                            "--updates", "60", "--holes", "20", NULL };
+    char *out = NULL;
+    assert_int_equal (s_run (args, NULL, &out, NULL), 0);
+    assert_non_null (strstr (out, "IDs unused"));
+    free (out);
+    char *text;
+    size_t files = 0;
+    while ((text = mx_gen_next (gen, NULL))) {
+        const mx_gen_meta_t *meta = mx_gen_meta (gen);
+        char *path = NULL;
+        assert_true (asprintf (&path, "%s/%06llu_%s_%s.xml", target,
+                               (unsigned long long) meta->slot + 1, meta->type, meta->styp) > 0);
+        FILE *file = fopen (path, "r");
+        if (!file)
+            fail_msg ("%s missing", path);
+        fclose (file);
+        free (path);
+        free (text);
+        files++;
+    }
+    assert_true (mx_gen_holes (gen) > 5);
+    assert_int_equal (files, 61);
+    mx_gen_destroy (&gen);
+    free (target);
+    mx_testenv_rmtree (dir);
+    free (dir);
+}
+
 int
 main (void)
 {
@@ -318,6 +613,11 @@ main (void)
         cmocka_unit_test (test_connection_failure),
         cmocka_unit_test (test_bad_arguments),
         cmocka_unit_test (test_files_and_stdout),
+        cmocka_unit_test (test_holes_and_late),
+        cmocka_unit_test (test_time_zone),
+        cmocka_unit_test (test_rate),
+        cmocka_unit_test (test_too_big_for_the_mailbox),
+        cmocka_unit_test (test_dir_with_holes),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -165,14 +165,14 @@ s_wait (fixture_t *fx, const char *condition)
     }
 }
 
+//  Seasonal schedules have no processor: UNSUPPORTED, retried, then DEAD.
 static const char *
-s_flop (int seqn, char *buf, size_t size)
+s_schs (int seqn, char *buf, size_t size)
 {
     snprintf (buf, size,
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?><MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN>"
-        "<DTTM>20260101080000</DTTM><TYPE>FLOP</TYPE><STYP>STND</STYP></META>"
-        "<FLOP><FLID>1001</FLID><FFID>CA-CA101-A-01JAN260800-D</FFID><STND>S20%d</STND></FLOP></MSG>",
-        seqn, seqn % 10);
+        "<DTTM>20260101080000</DTTM><TYPE>SCHS</TYPE><STYP>DNLD</STYP></META>"
+        "<SCHS><FLID>1001</FLID></SCHS></MSG>", seqn);
     return buf;
 }
 
@@ -406,7 +406,7 @@ test_failed_head_blocks_everything_behind_it_until_due (void **state)
 {
     fixture_t *fx = *state;
     char xml [512];
-    s_insert (fx, 1, s_flop (1, xml, sizeof xml));     //  UNSUPPORTED in this build
+    s_insert (fx, 1, s_schs (1, xml, sizeof xml));     //  UNSUPPORTED
     s_insert (fx, 2, s_malformed);
     s_insert (fx, 3, s_ldm (3, xml, sizeof xml));
     s_insert (fx, 4, s_ldm (3, xml, sizeof xml));      //  same identity as 3
@@ -431,13 +431,13 @@ test_failed_head_blocks_everything_behind_it_until_due (void **state)
     s_assert_value (fx, "SELECT string_agg (msg_id || ':' || coalesce (error_class, '-') || ':' || coalesce (outcome, '-'),"
                         " ' ' ORDER BY msg_id) FROM proc_state",
                     "1:EXHAUSTED:- 2:MALFORMED:- 3:-:ignored:LDM 4:-:duplicate-of:3");
-    s_assert_value (fx, "SELECT last_error LIKE 'UNSUPPORTED: no processor for FLOP/STND%' FROM proc_state WHERE msg_id = 1", "t");
+    s_assert_value (fx, "SELECT last_error LIKE 'UNSUPPORTED: no processor for SCHS/DNLD%' FROM proc_state WHERE msg_id = 1", "t");
     //  Non-business terminals: intent and finish written with the state,
     //  no flight and no event touched.
     s_assert_value (fx, "SELECT bool_and (has_intent) FROM mx_test_order", "t");
     s_assert_value (fx, "SELECT (SELECT count(*) FROM flight_schd) + (SELECT count(*) FROM msg_event)", "0");
     //  The retry kept its own identity: not its own duplicate.
-    s_assert_value (fx, "SELECT msg_id FROM identity WHERE identity_key = 'AODB|FLOP|STND|1'", "1");
+    s_assert_value (fx, "SELECT msg_id FROM identity WHERE identity_key = 'AODB|SCHS|DNLD|1'", "1");
     s_assert_value (fx, "SELECT count(*) FROM identity", "2");
     zactor_destroy (&control);
 }
@@ -478,7 +478,7 @@ test_replay_moves_exhausted_rows_back_and_they_run_again (void **state)
 {
     fixture_t *fx = *state;
     char xml [512];
-    s_insert (fx, 1, s_flop (1, xml, sizeof xml));
+    s_insert (fx, 1, s_schs (1, xml, sizeof xml));
     s_insert (fx, 2, s_malformed);
     assert_int_equal (mx_config_set (fx->config, "msgx.pipeline.max-attempts", "1", NULL), 0);
     mx_control_args_t args;

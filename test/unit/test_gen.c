@@ -799,6 +799,621 @@ test_options_copied (void **state)
     mx_gen_destroy (&gen);
 }
 
+//  ---------------------------------------------------------------------
+//  Kinds asked for by option: reference lists, ad-hoc flights, schedule
+//  deletions, TYPE=FDEL, hostile messages, holes in the ID sequence
+
+//  The lists of WIRE.md §7 and their keys
+static const char *s_expected_lists [][2] = {
+    { "GLST", "GCOD" }, { "SLST", "SCOD" }, { "CLST", "CCOD" }, { "BLST", "BCOD" },
+    { "CHLT", "CCOD" }, { "PLST", "PCOD" }, { "TLST", "TCOD" }, { "ABDG", "ABCD" },
+    { "AIRC", "ITAT" }, { "AIRL", "ITOP" }, { "ARPT", "ITCD" }, { "CITY", "ITCD" },
+    { "COUL", "COUC" }, { "REGL", "REGC" }, { "ABNR", "ANRC" }, { "DLYL", "DCOD" },
+    { "HLTR", "HLTC" }, { "ORGN", "OGID" }, { "STTS", "STTC" }, { "FLTL", "FTYP" },
+    { "VIPL", "VPCD" }, { "VIPS", "VSCD" }, { "REGN", "RNUM" }
+};
+#define S_LISTS (sizeof (s_expected_lists) / sizeof (s_expected_lists [0]))
+
+//  A small set of strings
+typedef struct {
+    char **items;
+    size_t size;
+} s_set_t;
+
+static bool
+s_set_has (s_set_t *set, const char *item)
+{
+    for (size_t i = 0; i < set->size; i++)
+        if (strcmp (set->items [i], item) == 0)
+            return true;
+    return false;
+}
+
+static void
+s_set_add (s_set_t *set, const char *item)
+{
+    if (s_set_has (set, item))
+        return;
+    set->items = realloc (set->items, (set->size + 1) * sizeof (char *));
+    set->items [set->size++] = strdup (item);
+}
+
+static void
+s_set_remove (s_set_t *set, const char *item)
+{
+    for (size_t i = 0; i < set->size; i++)
+        if (strcmp (set->items [i], item) == 0) {
+            free (set->items [i]);
+            set->items [i] = set->items [--set->size];
+            return;
+        }
+}
+
+static void
+s_set_clear (s_set_t *set)
+{
+    for (size_t i = 0; i < set->size; i++)
+        free (set->items [i]);
+    free (set->items);
+    set->items = NULL;
+    set->size = 0;
+}
+
+static xmlNodePtr
+s_first_element (xmlNodePtr parent)
+{
+    for (xmlNodePtr node = parent? parent->children: NULL; node; node = node->next)
+        if (node->type == XML_ELEMENT_NODE)
+            return node;
+    return NULL;
+}
+
+static size_t
+s_list_index (const char *type)
+{
+    for (size_t i = 0; i < S_LISTS; i++)
+        if (strcmp (s_expected_lists [i][0], type) == 0)
+            return i;
+    return S_LISTS;
+}
+
+static void
+test_list_table (void **state)
+{
+    assert_int_equal (mx_gen_list_count (), S_LISTS);
+    for (size_t i = 0; i < S_LISTS; i++) {
+        assert_string_equal (mx_gen_list_name (i), s_expected_lists [i][0]);
+        assert_string_equal (mx_gen_list_key (i), s_expected_lists [i][1]);
+    }
+    assert_null (mx_gen_list_name (S_LISTS));
+    assert_null (mx_gen_list_key (S_LISTS));
+    assert_string_equal (mx_gen_kind_name (MX_GEN_REFERENCE), "reference");
+    assert_string_equal (mx_gen_kind_name (MX_GEN_ADHOC), "adhoc");
+    assert_string_equal (mx_gen_kind_name (MX_GEN_SCHD_DELETE), "schd-delete");
+    assert_string_equal (mx_gen_kind_name (MX_GEN_HOSTILE), "hostile");
+    assert_string_equal (mx_gen_kind_name (MX_GEN_KINDS), "unknown");
+}
+
+//  Every list, DNLD first; RECS right; key first; ADD names new keys, UPD
+//  and DEL known ones, DNLD replaces the list
+static void
+test_reference (void **state)
+{
+    mx_gen_options_t opts = s_options (13, 100, 4000, 0);
+    opts.reference_ppm = 1000000;
+    mx_gen_t *gen = mx_gen_new (&opts);
+    free (mx_gen_next (gen, NULL));             //  the schedule
+    s_set_t held [S_LISTS];
+    memset (held, 0, sizeof (held));
+    bool downloaded [S_LISTS] = { false };
+    size_t styps [4] = { 0 };                   //  DNLD, ADD, UPD, DEL
+    size_t repeated = 0, updated = 0;
+    char *text;
+    mx_gen_kind_t kind;
+    while ((text = mx_gen_next (gen, &kind))) {
+        assert_int_equal (kind, MX_GEN_REFERENCE);
+        const mx_gen_meta_t *meta = mx_gen_meta (gen);
+        size_t list = s_list_index (meta->type);
+        assert_true (list < S_LISTS);
+        assert_int_equal (meta->flid, 0);
+        xmlDocPtr doc = s_parse (text);
+        if (!doc)
+            fail_msg ("not well-formed:\n%s", text);
+        xmlNodePtr root = xmlDocGetRootElement (doc);
+        char value [160];
+        size_t recs = (size_t) atol (s_value (s_child (root, "RECS"), value, sizeof (value)));
+        assert_int_equal (s_count (root, "RECS"), 1);
+        assert_int_equal (recs, s_count (root, meta->type));
+        assert_true (recs >= 1);
+
+        const char *styp = meta->styp;
+        int which = strcmp (styp, "DNLD") == 0? 0: strcmp (styp, "ADD") == 0? 1
+                  : strcmp (styp, "UPD") == 0? 2: strcmp (styp, "DEL") == 0? 3: -1;
+        assert_true (which >= 0);
+        styps [which]++;
+        if (!downloaded [list])
+            assert_int_equal (which, 0);
+        downloaded [list] = true;
+        if (which == 0)
+            s_set_clear (&held [list]);
+
+        s_set_t keys = { 0 };
+        for (xmlNodePtr record = root->children; record; record = record->next) {
+            if (!s_is (record, meta->type))
+                continue;
+            xmlNodePtr first = s_first_element (record);
+            assert_true (s_is (first, s_expected_lists [list][1]));
+            s_value (first, value, sizeof (value));
+            assert_true (*value);
+            assert_false (s_set_has (&keys, value));    //  unique in the message
+            s_set_add (&keys, value);
+            if (which == 1)
+                assert_false (s_set_has (&held [list], value));
+            if (which == 2 || which == 3)
+                assert_true (s_set_has (&held [list], value));
+            if (which == 3)
+                s_set_remove (&held [list], value);
+            else
+                s_set_add (&held [list], value);
+            if (s_count (record, "REGC") > 1)
+                repeated++;
+            if (which == 2 && strstr (text, " REV "))
+                updated++;
+        }
+        s_set_clear (&keys);
+        xmlFreeDoc (doc);
+        free (text);
+    }
+    for (size_t i = 0; i < S_LISTS; i++) {
+        if (!downloaded [i])
+            fail_msg ("list %s never generated", s_expected_lists [i][0]);
+        s_set_clear (&held [i]);
+    }
+    for (int i = 0; i < 4; i++)
+        assert_true (styps [i] > 100);
+    assert_true (repeated > 0);                 //  COUL: a repeated child
+    assert_true (updated > 0);                  //  UPD changes the record
+    assert_int_equal (mx_gen_count (gen, MX_GEN_REFERENCE), 4000);
+    mx_gen_destroy (&gen);
+}
+
+static void
+test_lists_option (void **state)
+{
+    mx_gen_options_t opts = s_options (2, 20, 300, 0);
+    opts.reference_ppm = 500000;
+    opts.lists = "REGN,GLST";
+    mx_gen_t *gen = mx_gen_new (&opts);
+    assert_non_null (gen);
+    size_t glst = 0, regn = 0;
+    char *text;
+    mx_gen_kind_t kind;
+    while ((text = mx_gen_next (gen, &kind))) {
+        if (kind == MX_GEN_REFERENCE) {
+            const char *type = mx_gen_meta (gen)->type;
+            if (strcmp (type, "GLST") == 0)
+                glst++;
+            else
+            if (strcmp (type, "REGN") == 0)
+                regn++;
+            else
+                fail_msg ("list %s outside --lists", type);
+        }
+        free (text);
+    }
+    assert_true (glst > 30 && regn > 30);
+    mx_gen_destroy (&gen);
+
+    static const char *bad [] = { "", "GLST,", "GLST,NOPE", "glst", ",REGN" };
+    char reason [160];
+    for (size_t i = 0; i < sizeof (bad) / sizeof (bad [0]); i++) {
+        opts.lists = bad [i];
+        reason [0] = 0;
+        if (mx_gen_options_check (&opts, reason, sizeof (reason)) == 0)
+            fail_msg ("lists '%s' accepted", bad [i]);
+        assert_non_null (strstr (reason, "reference list"));
+        assert_null (mx_gen_new (&opts));
+    }
+}
+
+//  Reads the FLIDs of every FLTR of a SCHD body into set (as text)
+static size_t
+s_fltr_flids (xmlNodePtr schd, s_set_t *set, bool full)
+{
+    size_t n = 0;
+    char value [64];
+    for (xmlNodePtr fltr = schd->children; fltr; fltr = fltr->next) {
+        if (!s_is (fltr, "FLTR"))
+            continue;
+        static const char *mandatory [] = {
+            "FLID", "ALCD", "FLNO", "MVIN", "SODT", "FLTY", "FLIN", "ACFT"
+        };
+        for (size_t i = 0; i < (full? 8u: 5u); i++)
+            if (!*s_value (s_child (fltr, mandatory [i]), value, sizeof (value)))
+                fail_msg ("FLTR without %s", mandatory [i]);
+        s_value (s_child (fltr, "SODT"), value, sizeof (value));
+        assert_true (s_body_datetime (value));
+        assert_memory_equal (value, "23JAN21", 7);          //  on the operation day
+        s_value (s_child (fltr, "FLID"), value, sizeof (value));
+        assert_true (s_digits (value, strlen (value)));
+        assert_false (s_set_has (set, value));              //  unique in the message
+        s_set_add (set, value);
+        n++;
+    }
+    return n;
+}
+
+static void
+test_adhoc_and_delete (void **state)
+{
+    mx_gen_options_t opts = s_options (17, 300, 6000, 0);
+    opts.adhoc_ppm = 50000;
+    opts.schd_delete_ppm = 20000;
+    mx_gen_t *gen = mx_gen_new (&opts);
+    s_set_t known = { 0 }, added = { 0 }, deleted = { 0 };
+    size_t flops_on_added = 0, flops_on_deleted = 0, multi = 0, resent = 0;
+    char *text;
+    mx_gen_kind_t kind;
+    while ((text = mx_gen_next (gen, &kind))) {
+        const mx_gen_meta_t *meta = mx_gen_meta (gen);
+        xmlDocPtr doc = s_parse (text);
+        assert_non_null (doc);
+        xmlNodePtr root = xmlDocGetRootElement (doc);
+        char value [64];
+        if (kind == MX_GEN_SCHEDULE || kind == MX_GEN_ADHOC || kind == MX_GEN_SCHD_DELETE) {
+            assert_string_equal (meta->type, "SCHD");
+            assert_string_equal (meta->styp, kind == MX_GEN_SCHEDULE? "DNLD"
+                                           : kind == MX_GEN_ADHOC? "ADFT": "DEL");
+            xmlNodePtr schd = s_child (root, "SCHD");
+            assert_non_null (schd);
+            s_set_t flids = { 0 };
+            size_t n = s_fltr_flids (schd, &flids, kind != MX_GEN_SCHD_DELETE);
+            size_t recs = (size_t) atol (s_value (s_child (schd, "RECS"), value, sizeof (value)));
+            assert_int_equal (recs, n);
+            if (kind != MX_GEN_SCHEDULE)
+                assert_in_range (n, 1, 3);
+            if (n > 1)
+                multi++;
+            for (size_t i = 0; i < flids.size; i++) {
+                const char *flid = flids.items [i];
+                if (kind == MX_GEN_SCHEDULE)
+                    s_set_add (&known, flid);
+                else
+                if (kind == MX_GEN_ADHOC) {
+                    if (s_set_has (&known, flid))
+                        resent++;           //  a known flight's full record again
+                    else {
+                        s_set_add (&known, flid);
+                        s_set_add (&added, flid);
+                    }
+                }
+                else {
+                    assert_true (s_set_has (&known, flid));
+                    s_set_add (&deleted, flid);
+                }
+            }
+            s_set_clear (&flids);
+        }
+        else {
+            assert_int_equal (kind, MX_GEN_UPDATE);
+            snprintf (value, sizeof (value), "%lld", (long long) meta->flid);
+            assert_true (s_set_has (&known, value));
+            if (s_set_has (&added, value))
+                flops_on_added++;
+            if (s_set_has (&deleted, value))
+                flops_on_deleted++;
+        }
+        xmlFreeDoc (doc);
+        free (text);
+    }
+    size_t adft = mx_gen_count (gen, MX_GEN_ADHOC);
+    size_t sdel = mx_gen_count (gen, MX_GEN_SCHD_DELETE);
+    assert_in_range (adft, 240, 360);
+    assert_in_range (sdel, 80, 160);
+    assert_true (added.size > 200);             //  new flights ...
+    assert_true (flops_on_added > 100);         //  ... that later FLOPs update
+    assert_true (resent > 20);
+    assert_true (multi > 100);
+    assert_true (deleted.size > 100);
+    //  Deleted flights are avoided, not excluded: the upstream does it too
+    assert_true (flops_on_deleted < 200);
+    s_set_clear (&known);
+    s_set_clear (&added);
+    s_set_clear (&deleted);
+    mx_gen_destroy (&gen);
+}
+
+static void
+test_fdel_type (void **state)
+{
+    mx_gen_options_t opts = s_options (6, 80, 400, 0);
+    opts.mix = "STND:1,FDEL:1";
+    opts.fdel_type_ppm = 1000000;
+    mx_gen_t *gen = mx_gen_new (&opts);
+    free (mx_gen_next (gen, NULL));
+    size_t fdel_form = 0, flop_form = 0, stnd = 0;
+    char *text;
+    mx_gen_kind_t kind;
+    while ((text = mx_gen_next (gen, &kind))) {
+        assert_int_equal (kind, MX_GEN_UPDATE);
+        const mx_gen_meta_t *meta = mx_gen_meta (gen);
+        xmlDocPtr doc = s_parse (text);
+        assert_non_null (doc);
+        xmlNodePtr root = xmlDocGetRootElement (doc);
+        char value [64];
+        if (strcmp (meta->type, "FLOP") == 0) {
+            assert_string_equal (meta->styp, "STND");       //  no FLOP/FDEL left
+            stnd++;
+        }
+        else {
+            assert_string_equal (meta->type, "FDEL");
+            assert_string_equal (meta->styp, "FDEL");
+            xmlNodePtr body = s_child (root, "FDEL");
+            if (body)
+                fdel_form++;
+            else {
+                body = s_child (root, "FLOP");
+                assert_non_null (body);
+                xmlNodePtr fdel = s_child (body, "FDEL");
+                assert_non_null (fdel);
+                assert_null (fdel->children);               //  <FDEL> stays empty
+                flop_form++;
+            }
+            assert_int_equal (atoll (s_value (s_child (body, "FLID"), value, sizeof (value))),
+                              meta->flid);
+            assert_true (*s_value (s_child (body, "FFID"), value, sizeof (value)));
+        }
+        xmlFreeDoc (doc);
+        free (text);
+    }
+    assert_true (fdel_form > 100);
+    assert_true (flop_form > 30);
+    assert_true (stnd > 100);
+    mx_gen_destroy (&gen);
+}
+
+//  Each is refused by a parser that never expands or fetches anything
+static void
+test_hostile (void **state)
+{
+    mx_gen_options_t opts = s_options (8, 50, 500, 0);
+    opts.hostile_ppm = 1000000;
+    opts.oversize_bytes = 4096;
+    mx_gen_t *gen = mx_gen_new (&opts);
+    free (mx_gen_next (gen, NULL));
+    static const char *names [] = {
+        "billion-laughs", "external-entity", "external-dtd", "parameter-entity", "oversized"
+    };
+    size_t seen [5] = { 0 };
+    char *text;
+    mx_gen_kind_t kind;
+    while ((text = mx_gen_next (gen, &kind))) {
+        assert_int_equal (kind, MX_GEN_HOSTILE);
+        const mx_gen_meta_t *meta = mx_gen_meta (gen);
+        assert_string_equal (meta->type, "FLOP");
+        assert_string_equal (meta->styp, "REMC");
+        assert_non_null (meta->defect);
+        size_t which = 0;
+        while (which < 5 && strcmp (names [which], meta->defect) != 0)
+            which++;
+        assert_true (which < 5);
+        seen [which]++;
+        if (which == 4) {
+            //  Well-formed, only too big
+            assert_true (strlen (text) >= 4096 && strlen (text) < 4096 + 200);
+            assert_false (s_malformed (text));
+        }
+        else {
+            assert_true (s_malformed (text));
+            assert_null (strstr (text, "root:"));
+            xmlDocPtr doc = s_parse (text);
+            if (doc) {
+                //  Nothing came in from outside
+                xmlChar *content = xmlNodeGetContent (xmlDocGetRootElement (doc));
+                assert_null (strstr ((const char *) content, "root:"));
+                assert_null (strstr ((const char *) content, "lollollol"));
+                xmlFree (content);
+                xmlFreeDoc (doc);
+            }
+        }
+        free (text);
+    }
+    for (size_t i = 0; i < 5; i++)
+        assert_in_range (seen [i], 60, 140);
+    mx_gen_destroy (&gen);
+
+    //  The default size is just beyond 1 MiB
+    mx_gen_options_init (&opts);
+    assert_int_equal (opts.oversize_bytes, 1024 * 1024 + 1);
+}
+
+//  Holes take their own draws: the messages stay byte for byte the same
+static void
+test_holes (void **state)
+{
+    mx_gen_options_t plain = s_options (23, 200, 8000, 100);
+    plain.duplicate_ppm = 10000;
+    plain.reference_ppm = 10000;
+    plain.hostile_ppm = 5000;
+    plain.oversize_bytes = 2048;
+    mx_gen_options_t holed = plain;
+    holed.hole_ppm = 50000;
+    holed.late_ppm = 30000;
+    mx_gen_t *a = mx_gen_new (&plain);
+    mx_gen_t *b = mx_gen_new (&holed);
+    uint64_t index = 0, last_slot = 0, gaps = 0, widths [4] = { 0 };
+    size_t late = 0;
+    char *x, *y;
+    while ((x = mx_gen_next (a, NULL))) {
+        y = mx_gen_next (b, NULL);
+        assert_non_null (y);
+        assert_string_equal (x, y);
+        const mx_gen_meta_t *ma = mx_gen_meta (a);
+        const mx_gen_meta_t *mb = mx_gen_meta (b);
+        assert_int_equal (ma->slot, index);     //  no holes: slot = position
+        assert_false (ma->late);
+        if (index > 0) {
+            assert_true (mb->slot > last_slot);
+            uint64_t width = mb->slot - last_slot - 1;
+            assert_true (width <= 3);
+            widths [width]++;
+            gaps += width;
+        }
+        else
+            gaps += mb->slot;
+        last_slot = mb->slot;
+        late += mb->late;
+        free (x);
+        free (y);
+        index++;
+    }
+    assert_null (mx_gen_next (b, NULL));
+    assert_int_equal (mx_gen_holes (a), 0);
+    assert_int_equal (mx_gen_late (a), 0);
+    assert_int_equal (mx_gen_holes (b), gaps);
+    assert_int_equal (mx_gen_late (b), late);
+    //  5% of the messages after a hole of 1..3 IDs, 3% late
+    assert_in_range (widths [1] + widths [2] + widths [3], 300, 500);
+    assert_true (widths [1] > 50 && widths [2] > 50 && widths [3] > 50);
+    assert_in_range (late, 170, 320);
+    mx_gen_destroy (&a);
+    mx_gen_destroy (&b);
+}
+
+//  The new kinds, pinned like the rest (FNV-1a over texts, slots and marks)
+static void
+test_new_kinds_pinned (void **state)
+{
+    mx_gen_options_t opts = s_options (1, 20, 120, 8);
+    opts.duplicate_ppm = 50000;
+    opts.malformed_ppm = 50000;
+    opts.reference_ppm = 150000;
+    opts.adhoc_ppm = 50000;
+    opts.schd_delete_ppm = 50000;
+    opts.hostile_ppm = 50000;
+    opts.fdel_type_ppm = 500000;
+    opts.oversize_bytes = 2000;
+    opts.hole_ppm = 100000;
+    opts.late_ppm = 100000;
+    opts.mix = "STND:3,FDEL:1,DELY:1";
+    mx_gen_t *gen = mx_gen_new (&opts);
+    uint64_t hash = 0xcbf29ce484222325ULL;
+    char *text;
+    mx_gen_kind_t kind;
+    while ((text = mx_gen_next (gen, &kind))) {
+        const mx_gen_meta_t *meta = mx_gen_meta (gen);
+        char extra [64];
+        snprintf (extra, sizeof (extra), "|%d|%llu|%d", (int) kind,
+                  (unsigned long long) meta->slot, meta->late);
+        for (const unsigned char *c = (const unsigned char *) text; *c; c++)
+            hash = (hash ^ *c) * 0x100000001b3ULL;
+        for (const unsigned char *c = (const unsigned char *) extra; *c; c++)
+            hash = (hash ^ *c) * 0x100000001b3ULL;
+        free (text);
+    }
+    for (int k = 6; k < MX_GEN_KINDS; k++)
+        assert_true (mx_gen_count (gen, (mx_gen_kind_t) k) > 0);
+    mx_gen_destroy (&gen);
+    if (hash != 0x28bad92086f81344ULL)
+        printf ("new kinds hash now %016llx\n", (unsigned long long) hash);
+    assert_true (hash == 0x28bad92086f81344ULL);
+}
+
+//  Every kind at once: the envelope holds, the body is where WIRE puts it
+static void
+test_envelope_all_kinds (void **state)
+{
+    mx_gen_options_t opts = s_options (31, 300, 6000, 100);
+    opts.duplicate_ppm = 20000;
+    opts.malformed_ppm = 20000;
+    opts.ignored_ppm = 20000;
+    opts.unsupported_ppm = 20000;
+    opts.reference_ppm = 50000;
+    opts.adhoc_ppm = 20000;
+    opts.schd_delete_ppm = 10000;
+    opts.hostile_ppm = 10000;
+    opts.fdel_type_ppm = 500000;
+    opts.oversize_bytes = 8192;
+    mx_gen_t *gen = mx_gen_new (&opts);
+    assert_int_equal (mx_gen_total (gen), 3 + 6000);
+    uint32_t last_seqn = 0;
+    char last_dttm [15] = "";
+    char *text;
+    mx_gen_kind_t kind;
+    while ((text = mx_gen_next (gen, &kind))) {
+        const mx_gen_meta_t *meta = mx_gen_meta (gen);
+        if (kind != MX_GEN_DUPLICATE) {
+            if (last_seqn)
+                assert_int_equal (meta->seqn, last_seqn + 1);
+            last_seqn = meta->seqn;
+            assert_true (strcmp (meta->dttm, last_dttm) >= 0);
+            memcpy (last_dttm, meta->dttm, sizeof (last_dttm));
+        }
+        if (kind == MX_GEN_MALFORMED || kind == MX_GEN_HOSTILE) {
+            assert_non_null (meta->defect);
+            free (text);
+            continue;
+        }
+        assert_null (meta->defect);
+        xmlDocPtr doc = s_parse (text);
+        if (!doc)
+            fail_msg ("not well-formed (%s/%s):\n%s", meta->type, meta->styp, text);
+        assert_null (doc->intSubset);
+        xmlNodePtr root = xmlDocGetRootElement (doc);
+        char value [64];
+        assert_string_equal (s_value (s_child (s_child (root, "META"), "TYPE"), value,
+                                      sizeof (value)), meta->type);
+        const char *body = meta->type;
+        if (strcmp (meta->type, "FDEL") == 0 && !s_child (root, "FDEL"))
+            body = "FLOP";
+        assert_non_null (s_child (root, body));
+        if (kind == MX_GEN_REFERENCE)
+            assert_non_null (s_child (root, "RECS"));
+        if (kind != MX_GEN_UNSUPPORTED)         //  SCHS has seasonal HHMM times
+            s_check_times (root);
+        xmlFreeDoc (doc);
+        free (text);
+    }
+    size_t sum = 0;
+    for (int k = 0; k < MX_GEN_KINDS; k++) {
+        assert_true (mx_gen_count (gen, (mx_gen_kind_t) k) > 0);
+        sum += mx_gen_count (gen, (mx_gen_kind_t) k);
+    }
+    assert_int_equal (sum, 3 + 6000);
+    mx_gen_destroy (&gen);
+}
+
+static void
+test_new_options (void **state)
+{
+    char reason [200];
+    mx_gen_options_t opts = s_options (1, 10, 10, 0);
+    mx_gen_options_t bad = opts;
+    bad.reference_ppm = 400000;
+    bad.hostile_ppm = 400000;
+    bad.duplicate_ppm = 300000;
+    assert_int_equal (mx_gen_options_check (&bad, reason, sizeof (reason)), -1);
+    assert_non_null (strstr (reason, "exceed 100%"));
+    bad.duplicate_ppm = 200000;                 //  exactly 100%: fine
+    assert_int_equal (mx_gen_options_check (&bad, reason, sizeof (reason)), 0);
+
+    bad = opts;
+    bad.fdel_type_ppm = 1000001;
+    assert_null (mx_gen_new (&bad));
+    bad = opts;
+    bad.hole_ppm = 1000001;
+    assert_null (mx_gen_new (&bad));
+    bad = opts;
+    bad.late_ppm = 1000001;
+    assert_null (mx_gen_new (&bad));
+    bad = opts;
+    bad.oversize_bytes = 1023;
+    assert_int_equal (mx_gen_options_check (&bad, reason, sizeof (reason)), -1);
+    assert_non_null (strstr (reason, "oversized"));
+    bad.oversize_bytes = 256 * 1024 * 1024 + 1;
+    assert_null (mx_gen_new (&bad));
+}
+
 int
 main (void)
 {
@@ -818,6 +1433,16 @@ main (void)
         cmocka_unit_test (test_clears),
         cmocka_unit_test (test_options),
         cmocka_unit_test (test_options_copied),
+        cmocka_unit_test (test_list_table),
+        cmocka_unit_test (test_reference),
+        cmocka_unit_test (test_lists_option),
+        cmocka_unit_test (test_adhoc_and_delete),
+        cmocka_unit_test (test_fdel_type),
+        cmocka_unit_test (test_hostile),
+        cmocka_unit_test (test_holes),
+        cmocka_unit_test (test_new_kinds_pinned),
+        cmocka_unit_test (test_envelope_all_kinds),
+        cmocka_unit_test (test_new_options),
     };
     int failed = cmocka_run_group_tests (tests, NULL, NULL);
     xmlCleanupParser ();

@@ -1,0 +1,969 @@
+/*  mx_flight_repo - see mx_flight_repo.h.
+
+    Column lists come from the field tables (mx_scalar_info, mx_set_info,
+    mx_rare_code): the SQL text is generated from them once per process, so
+    a field added to a .def file needs its migration and nothing here.
+
+    Values travel as the canonical text of mx_flight.h and PostgreSQL
+    converts them: T as epoch ms <-> timestamptz, I and M as decimal, rare
+    sets and extra as JSON text. A whole set travels as one JSON parameter,
+    an array of [key, value...] rows, so writing a set is one statement
+    whatever its size, and reading every set of every flight is part of the
+    one SELECT.
+
+    save sends its statements (flight_schd, then per changed set a DELETE
+    and an INSERT) in pipeline mode: one round trip per flight. Results are
+    a few bytes per statement, so on a blocking connection the server
+    cannot stall on a full socket while the pipeline is still written.
+*/
+#include "mx_flight_repo.h"
+
+#include <assert.h>
+#include <ctype.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mx_pg.h"
+
+//  Columns of the load SELECT, in order.
+enum {
+    S_COL_FLID = 0,
+    S_COL_SCALARS = 1,
+    S_COL_RARE = S_COL_SCALARS + MX_F_COUNT,
+    S_COL_EXTRA = S_COL_RARE + MX_RARE_COUNT,
+    S_COL_OPERATION_DAY,
+    S_COL_STATE_VERSION,
+    S_COL_LAST_MSG_ID,
+    S_COL_LIFECYCLE,
+    S_COL_DELETED_AT,
+    S_COL_SETS
+};
+
+//  Parameters ($n) of the flight_schd INSERT.
+enum {
+    S_INS_FLID = 1,
+    S_INS_SCALARS = 2,
+    S_INS_RARE = S_INS_SCALARS + MX_F_COUNT,
+    S_INS_EXTRA = S_INS_RARE + MX_RARE_COUNT,
+    S_INS_OPERATION_DAY,
+    S_INS_STATE_VERSION,
+    S_INS_LAST_MSG_ID,
+    S_INS_LIFECYCLE,
+    S_INS_DELETED_AT,
+    S_INS_NOW,
+    S_INS_COUNT = S_INS_NOW
+};
+
+//  Most statements one save sends: flight_schd, then DELETE + INSERT per set.
+#define S_BATCH_MAX (1 + 2 * MX_SET_COUNT)
+//  Most parameters of the UPDATE: flid, version guard, every column, now.
+#define S_UPDATE_MAX_PARAMS (MX_F_COUNT + MX_RARE_COUNT + 12)
+
+static const char *s_targets [] = { "KAFKA:msg", "KAFKA:schd" };
+static const char *s_event_types [] = { "UPSERT", "TOMBSTONE" };
+
+//  ---------------------------------------------------------------------
+//  Errors
+
+static void
+s_error (char **error, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+
+static void
+s_error (char **error, const char *fmt, ...)
+{
+    if (!error)
+        return;
+    va_list args;
+    va_start (args, fmt);
+    char *text = NULL;
+    if (vasprintf (&text, fmt, args) < 0)
+        text = strdup ("out of memory formatting an error");
+    va_end (args);
+    *error = text;
+}
+
+//  ---------------------------------------------------------------------
+//  SQL generated from the field tables, once per process
+
+typedef struct {
+    char *load;                             //  $1 flids, then kinds
+    char *load_lock;                        //  the same, FOR UPDATE OF flight_schd
+    int load_params;
+    int load_kind_param [MX_SET_COUNT];     //  $n of the set's kind, 0 = none
+    char *insert;                           //  flight_schd, S_INS_* parameters
+    char *set_delete [MX_SET_COUNT];        //  $1 flid [, $2 kind]
+    char *set_insert [MX_SET_COUNT];        //  $1 flid, $2 rows [, $3 kind]
+} s_sql_t;
+
+static s_sql_t s_sql;
+static pthread_once_t s_sql_once = PTHREAD_ONCE_INIT;
+
+//  A wire code as its column name. Codes are our own table's: anything but
+//  letters, digits and '_' would be our bug, never input.
+static void
+s_put_column (FILE *out, const char *code)
+{
+    assert (code && *code);
+    for (const char *c = code; *c; c++) {
+        assert (isalnum ((unsigned char) *c) || *c == '_');
+        fputc (tolower ((unsigned char) *c), out);
+    }
+}
+
+//  A column as canonical text: T as epoch ms, I and M as decimal.
+static void
+s_put_read (FILE *out, const char *prefix, const char *code, mx_value_type_t type)
+{
+    if (type == MX_TYPE_T)
+        fprintf (out, "((extract (epoch FROM %s", prefix);
+    else
+        fputs (prefix, out);
+    s_put_column (out, code);
+    if (type == MX_TYPE_T)
+        fputs (") * 1000)::bigint)::text", out);
+    else
+    if (type != MX_TYPE_S)
+        fputs ("::text", out);
+}
+
+//  The column value of a canonical-text expression (a parameter or e->>n).
+static void
+s_put_write (FILE *out, const char *expr, mx_value_type_t type)
+{
+    switch (type) {
+        case MX_TYPE_T: fprintf (out, "to_timestamp ((%s)::bigint / 1000.0)", expr); break;
+        case MX_TYPE_I: fprintf (out, "(%s)::bigint", expr); break;
+        case MX_TYPE_M: fprintf (out, "(%s)::integer", expr); break;
+        case MX_TYPE_S: fprintf (out, "(%s)::text", expr); break;
+    }
+}
+
+static void
+s_put_param (FILE *out, int param, mx_value_type_t type)
+{
+    char expr [16];
+    snprintf (expr, sizeof expr, "$%d", param);
+    s_put_write (out, expr, type);
+}
+
+static const char *
+s_set_key (const mx_set_info_t *info)
+{
+    return *info->key ? info->key : "SEQ";
+}
+
+//  ROUT and ERUT share flight_route_point: a set whose table another set
+//  also uses is told apart by kind = its element.
+static bool
+s_set_has_kind (mx_set_kind_t set)
+{
+    const char *table = mx_set_info (set)->table;
+    for (int other = 0; other < MX_SET_COUNT; other++)
+        if (other != (int) set && strcmp (mx_set_info ((mx_set_kind_t) other)->table, table) == 0)
+            return true;
+    return false;
+}
+
+static char *
+s_stream_close (FILE *out, char **text)
+{
+    int rc = fclose (out);
+    assert (rc == 0 && *text);
+    return *text;
+}
+
+static char *
+s_build_load (bool lock)
+{
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream (&text, &size);
+    assert (out);
+    fputs ("SELECT flid::text", out);
+    for (int k = 0; k < MX_F_COUNT; k++) {
+        const mx_scalar_info_t *info = mx_scalar_info ((mx_scalar_t) k);
+        fputs (", ", out);
+        s_put_read (out, "", info->code, info->type);
+    }
+    for (int r = 0; r < MX_RARE_COUNT; r++) {
+        fputs (", ", out);
+        s_put_column (out, mx_rare_code ((mx_rare_t) r));
+        fputs ("::text", out);
+    }
+    fputs (", extra::text, operation_day - DATE '1970-01-01', state_version,"
+           " coalesce (last_msg_id, 0), lifecycle,"
+           " coalesce (((extract (epoch FROM deleted_at) * 1000)::bigint), -1)", out);
+    for (int k = 0; k < MX_SET_COUNT; k++) {
+        const mx_set_info_t *info = mx_set_info ((mx_set_kind_t) k);
+        fputs (", (SELECT json_agg (json_build_array (s.", out);
+        s_put_column (out, s_set_key (info));
+        for (size_t f = 0; f < info->field_count; f++) {
+            fputs (", ", out);
+            s_put_read (out, "s.", info->field_codes [f], info->field_types [f]);
+        }
+        fputs (") ORDER BY s.", out);
+        s_put_column (out, s_set_key (info));
+        fprintf (out, ") FROM %s AS s WHERE s.flid = flight_schd.flid", info->table);
+        if (s_sql.load_kind_param [k])
+            fprintf (out, " AND s.kind = $%d", s_sql.load_kind_param [k]);
+        fputs (")", out);
+    }
+    //  Lock in flid order, so two lockers of overlapping sets cannot deadlock.
+    fputs (" FROM flight_schd WHERE flid = ANY ($1::bigint[]) ORDER BY flid", out);
+    if (lock)
+        fputs (" FOR UPDATE OF flight_schd", out);
+    return s_stream_close (out, &text);
+}
+
+static char *
+s_build_insert (void)
+{
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream (&text, &size);
+    assert (out);
+    fputs ("INSERT INTO flight_schd (flid", out);
+    for (int k = 0; k < MX_F_COUNT; k++) {
+        fputs (", ", out);
+        s_put_column (out, mx_scalar_info ((mx_scalar_t) k)->code);
+    }
+    for (int r = 0; r < MX_RARE_COUNT; r++) {
+        fputs (", ", out);
+        s_put_column (out, mx_rare_code ((mx_rare_t) r));
+    }
+    fputs (", extra, operation_day, state_version, last_msg_id, lifecycle, deleted_at,"
+           " created_at, updated_at) VALUES ($1::bigint", out);
+    for (int k = 0; k < MX_F_COUNT; k++) {
+        fputs (", ", out);
+        s_put_param (out, S_INS_SCALARS + k, mx_scalar_info ((mx_scalar_t) k)->type);
+    }
+    for (int r = 0; r < MX_RARE_COUNT; r++)
+        fprintf (out, ", $%d::jsonb", S_INS_RARE + r);
+    fprintf (out, ", $%d::jsonb, DATE '1970-01-01' + $%d::integer, $%d::bigint, $%d::bigint, $%d::text, ",
+             S_INS_EXTRA, S_INS_OPERATION_DAY, S_INS_STATE_VERSION, S_INS_LAST_MSG_ID,
+             S_INS_LIFECYCLE);
+    s_put_param (out, S_INS_DELETED_AT, MX_TYPE_T);
+    fputs (", ", out);
+    s_put_param (out, S_INS_NOW, MX_TYPE_T);
+    fputs (", ", out);
+    s_put_param (out, S_INS_NOW, MX_TYPE_T);
+    fputs (")", out);
+    return s_stream_close (out, &text);
+}
+
+static char *
+s_build_set_delete (mx_set_kind_t set)
+{
+    char *text = NULL;
+    if (asprintf (&text, "DELETE FROM %s WHERE flid = $1::bigint%s", mx_set_info (set)->table,
+                  s_set_has_kind (set) ? " AND kind = $2::text" : "") < 0)
+        assert (!"out of memory");
+    return text;
+}
+
+static char *
+s_build_set_insert (mx_set_kind_t set)
+{
+    const mx_set_info_t *info = mx_set_info (set);
+    bool kind = s_set_has_kind (set);
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream (&text, &size);
+    assert (out);
+    fprintf (out, "INSERT INTO %s (flid, %s", info->table, kind ? "kind, " : "");
+    s_put_column (out, s_set_key (info));
+    for (size_t f = 0; f < info->field_count; f++) {
+        fputs (", ", out);
+        s_put_column (out, info->field_codes [f]);
+    }
+    fprintf (out, ") SELECT $1::bigint, %s(e->>0)::integer", kind ? "$3::text, " : "");
+    for (size_t f = 0; f < info->field_count; f++) {
+        char expr [32];
+        snprintf (expr, sizeof expr, "e->>%zu", f + 1);
+        fputs (", ", out);
+        s_put_write (out, expr, info->field_types [f]);
+    }
+    fputs (" FROM json_array_elements ($2::json) AS e", out);
+    return s_stream_close (out, &text);
+}
+
+static void
+s_sql_build (void)
+{
+    s_sql.load_params = 1;
+    for (int k = 0; k < MX_SET_COUNT; k++) {
+        assert (mx_set_info ((mx_set_kind_t) k)->field_count <= MX_SET_MAX_FIELDS);
+        s_sql.load_kind_param [k] = s_set_has_kind ((mx_set_kind_t) k) ? ++s_sql.load_params : 0;
+        s_sql.set_delete [k] = s_build_set_delete ((mx_set_kind_t) k);
+        s_sql.set_insert [k] = s_build_set_insert ((mx_set_kind_t) k);
+    }
+    s_sql.load = s_build_load (false);
+    s_sql.load_lock = s_build_load (true);
+    s_sql.insert = s_build_insert ();
+}
+
+//  ---------------------------------------------------------------------
+//  Load
+
+//  "{1,2,3}" for a bigint[] parameter.
+static char *
+s_bigint_array (const int64_t *values, size_t count)
+{
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream (&text, &size);
+    assert (out);
+    fputc ('{', out);
+    for (size_t i = 0; i < count; i++)
+        fprintf (out, "%s%" PRId64, i ? "," : "", values [i]);
+    fputc ('}', out);
+    return s_stream_close (out, &text);
+}
+
+static json_t *
+s_json_parse (const char *text, const char *what, int64_t flid, char **error)
+{
+    json_error_t json_error;
+    json_t *value = json_loads (text, JSON_DECODE_ANY, &json_error);
+    if (!value)
+        s_error (error, "flight %" PRId64 ": %s is not valid JSON: %s", flid, what, json_error.text);
+    return value;
+}
+
+//  A set column ([[key, value...], ...] or NULL) into *set.
+static int
+s_set_parse (const char *text, mx_set_kind_t kind, int64_t flid, mx_set_t *set, char **error)
+{
+    const mx_set_info_t *info = mx_set_info (kind);
+    set->count = 0;
+    set->records = NULL;
+    if (!text)
+        return 0;
+    json_t *rows = s_json_parse (text, info->table, flid, error);
+    if (!rows)
+        return -1;
+    if (!json_is_array (rows) || json_array_size (rows) == 0)
+        goto invalid;
+    set->records = (mx_set_record_t *) calloc (json_array_size (rows), sizeof (mx_set_record_t));
+    assert (set->records);
+    size_t index;
+    json_t *row;
+    json_array_foreach (rows, index, row) {
+        if (!json_is_array (row) || json_array_size (row) != info->field_count + 1
+        ||  !json_is_integer (json_array_get (row, 0)))
+            goto invalid;
+        mx_set_record_t *record = &set->records [set->count++];
+        record->key = (int) json_integer_value (json_array_get (row, 0));
+        for (size_t f = 0; f < info->field_count; f++) {
+            json_t *value = json_array_get (row, f + 1);
+            if (json_is_string (value)) {
+                record->values [f] = strdup (json_string_value (value));
+                assert (record->values [f]);
+            }
+            else
+            if (!json_is_null (value))
+                goto invalid;
+        }
+    }
+    json_decref (rows);
+    return 0;
+
+invalid:
+    s_error (error, "flight %" PRId64 ": unexpected rows read from %s", flid, info->table);
+    json_decref (rows);
+    mx_set_reset (set);
+    return -1;
+}
+
+static mx_flight_t *
+s_flight_read (const PGresult *res, int row, int64_t flid, char **error)
+{
+    mx_flight_t *flight = mx_flight_new (flid);
+    assert (flight);
+    for (int k = 0; k < MX_F_COUNT; k++)
+        mx_flight_set_scalar (flight, (mx_scalar_t) k, mx_pg_get_text (res, row, S_COL_SCALARS + k));
+    for (int r = 0; r < MX_RARE_COUNT; r++) {
+        const char *text = mx_pg_get_text (res, row, S_COL_RARE + r);
+        json_decref (flight->rare [r]);
+        flight->rare [r] = NULL;
+        if (text && !(flight->rare [r] = s_json_parse (text, mx_rare_code ((mx_rare_t) r), flid, error)))
+            goto failed;
+    }
+    json_t *extra = s_json_parse (mx_pg_get_text (res, row, S_COL_EXTRA), "extra", flid, error);
+    if (!extra)
+        goto failed;
+    json_decref (flight->extra);
+    flight->extra = extra;
+    if (!json_is_object (extra)) {
+        s_error (error, "flight %" PRId64 ": extra is not a JSON object", flid);
+        goto failed;
+    }
+    flight->operation_day = (int32_t) mx_pg_get_int64 (res, row, S_COL_OPERATION_DAY);
+    flight->state_version = mx_pg_get_int64 (res, row, S_COL_STATE_VERSION);
+    flight->last_msg_id = mx_pg_get_int64 (res, row, S_COL_LAST_MSG_ID);
+    flight->deleted = strcmp (PQgetvalue (res, row, S_COL_LIFECYCLE), "DELETED") == 0;
+    flight->deleted_at = mx_pg_get_int64 (res, row, S_COL_DELETED_AT);
+    for (int k = 0; k < MX_SET_COUNT; k++) {
+        mx_set_reset (&flight->sets [k]);
+        if (s_set_parse (mx_pg_get_text (res, row, S_COL_SETS + k), (mx_set_kind_t) k, flid,
+                         &flight->sets [k], error))
+            goto failed;
+    }
+    return flight;
+
+failed:
+    mx_flight_destroy (&flight);
+    return NULL;
+}
+
+int
+mx_flight_repo_load (PGconn *conn, const int64_t *flids, size_t count, bool lock,
+                     mx_flight_t **out, char **error)
+{
+    assert (conn);
+    assert (count == 0 || (flids && out));
+    for (size_t i = 0; i < count; i++)
+        out [i] = NULL;
+    if (count == 0)
+        return 0;
+    pthread_once (&s_sql_once, s_sql_build);
+
+    char *array = s_bigint_array (flids, count);
+    const char *values [1 + MX_SET_COUNT] = { array };
+    for (int k = 0; k < MX_SET_COUNT; k++)
+        if (s_sql.load_kind_param [k])
+            values [s_sql.load_kind_param [k] - 1] = mx_set_info ((mx_set_kind_t) k)->element;
+    PGresult *res = NULL;
+    int rc = mx_pg_exec (conn, lock ? s_sql.load_lock : s_sql.load, s_sql.load_params, values,
+                         &res, error);
+    free (array);
+    if (rc)
+        return -1;
+
+    //  Rows come in flid order: find each requested flid by bisection.
+    int rows = PQntuples (res);
+    int64_t *row_flids = (int64_t *) malloc (((size_t) rows + 1) * sizeof (int64_t));
+    assert (row_flids);
+    for (int row = 0; row < rows; row++)
+        row_flids [row] = mx_pg_get_int64 (res, row, S_COL_FLID);
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        int low = 0, high = rows;
+        while (low < high) {
+            int middle = low + (high - low) / 2;
+            if (row_flids [middle] < flids [i])
+                low = middle + 1;
+            else
+                high = middle;
+        }
+        if (low < rows && row_flids [low] == flids [i]
+        &&  !(out [i] = s_flight_read (res, low, flids [i], error)))
+            rc = -1;
+    }
+    free (row_flids);
+    PQclear (res);
+    if (rc)
+        for (size_t i = 0; i < count; i++)
+            mx_flight_destroy (&out [i]);
+    return rc;
+}
+
+//  ---------------------------------------------------------------------
+//  Save: a batch of statements sent as one pipeline
+
+typedef struct {
+    const char *sql;
+    int nparams;
+    const char **values;
+    bool one_row;                           //  must change exactly one row
+} s_stmt_t;
+
+typedef struct {
+    size_t count;
+    s_stmt_t stmts [S_BATCH_MAX];
+    size_t kept_count;
+    size_t kept_size;
+    char **kept;                            //  strings the batch frees
+} s_batch_t;
+
+static char *
+s_batch_keep (s_batch_t *self, char *text)
+{
+    assert (text);
+    if (self->kept_count == self->kept_size) {
+        self->kept_size = self->kept_size ? 2 * self->kept_size : 32;
+        self->kept = (char **) realloc (self->kept, self->kept_size * sizeof (char *));
+        assert (self->kept);
+    }
+    self->kept [self->kept_count++] = text;
+    return text;
+}
+
+static const char *
+s_batch_int (s_batch_t *self, int64_t value)
+{
+    char buf [MX_PG_INT64_BUFSIZE];
+    char *text = strdup (mx_pg_int64_text (value, buf));
+    return s_batch_keep (self, text);
+}
+
+//  A parameter array of n entries, all NULL (SQL NULL) to start with.
+static const char **
+s_batch_add (s_batch_t *self, const char *sql, int nparams, bool one_row)
+{
+    assert (self->count < S_BATCH_MAX);
+    const char **values = (const char **) calloc ((size_t) nparams, sizeof (char *));
+    assert (values);
+    s_stmt_t *stmt = &self->stmts [self->count++];
+    stmt->sql = sql;
+    stmt->nparams = nparams;
+    stmt->values = values;
+    stmt->one_row = one_row;
+    return values;
+}
+
+static void
+s_batch_reset (s_batch_t *self)
+{
+    for (size_t i = 0; i < self->count; i++)
+        free (self->stmts [i].values);
+    for (size_t i = 0; i < self->kept_count; i++)
+        free (self->kept [i]);
+    free (self->kept);
+    memset (self, 0, sizeof *self);
+}
+
+//  Send every statement, one Sync, then read every result: one round trip.
+//  After the first failure the server skips the rest (PIPELINE_ABORTED);
+//  the caller's transaction is then failed and is rolled back by the caller.
+static int
+s_batch_run (PGconn *conn, s_batch_t *self, char **error)
+{
+    if (PQenterPipelineMode (conn) != 1) {
+        s_error (error, "cannot enter pipeline mode: %s", PQerrorMessage (conn));
+        return -1;
+    }
+    int rc = 0;
+    size_t sent = 0;
+    for (; sent < self->count; sent++) {
+        s_stmt_t *stmt = &self->stmts [sent];
+        if (!PQsendQueryParams (conn, stmt->sql, stmt->nparams, NULL, stmt->values, NULL, NULL, 0)) {
+            s_error (error, "cannot send a flight statement: %s", PQerrorMessage (conn));
+            rc = -1;
+            break;
+        }
+    }
+    if (PQpipelineSync (conn) != 1 && rc == 0) {
+        s_error (error, "cannot send a flight pipeline: %s", PQerrorMessage (conn));
+        rc = -1;
+    }
+    for (size_t i = 0; i < sent; i++) {
+        const s_stmt_t *stmt = &self->stmts [i];
+        PGresult *res = PQgetResult (conn);
+        if (!res) {
+            if (rc == 0)
+                s_error (error, "lost the result of a flight statement: %s", PQerrorMessage (conn));
+            rc = -1;
+            break;
+        }
+        if (rc == 0 && mx_pg_check (conn, res, stmt->sql, error))
+            rc = -1;
+        else
+        if (rc == 0 && stmt->one_row && strcmp (PQcmdTuples (res), "1") != 0) {
+            s_error (error, "flight row missing or changed since it was loaded"
+                            " (UPDATE matched %s rows)", PQcmdTuples (res));
+            rc = -1;
+        }
+        PQclear (res);
+        //  Each statement's results end with a NULL.
+        while ((res = PQgetResult (conn)) != NULL)
+            PQclear (res);
+    }
+    //  Up to the Sync's own result; a lost connection ends with NULL.
+    PGresult *res;
+    while ((res = PQgetResult (conn)) != NULL) {
+        ExecStatusType status = PQresultStatus (res);
+        PQclear (res);
+        if (status == PGRES_PIPELINE_SYNC)
+            break;
+    }
+    if (PQexitPipelineMode (conn) != 1 && rc == 0) {
+        s_error (error, "cannot leave pipeline mode: %s", PQerrorMessage (conn));
+        rc = -1;
+    }
+    return rc;
+}
+
+static bool
+s_text_equal (const char *a, const char *b)
+{
+    return a == b || (a && b && strcmp (a, b) == 0);
+}
+
+static bool
+s_json_equal (const json_t *a, const json_t *b)
+{
+    return a == b || (a && b && json_equal (a, b));
+}
+
+//  JSON text of a value for a jsonb parameter; NULL stays NULL.
+static const char *
+s_batch_json (s_batch_t *self, const json_t *value)
+{
+    if (!value)
+        return NULL;
+    char *text = json_dumps (value, JSON_COMPACT | JSON_ENCODE_ANY);
+    return s_batch_keep (self, text);
+}
+
+static int
+s_batch_set (s_batch_t *self, const mx_flight_t *flight, mx_set_kind_t kind, bool replace,
+             char **error)
+{
+    const mx_set_info_t *info = mx_set_info (kind);
+    const mx_set_t *set = &flight->sets [kind];
+    const char *flid = s_batch_int (self, flight->flid);
+    bool has_kind = s_set_has_kind (kind);
+    if (replace) {
+        const char **values = s_batch_add (self, s_sql.set_delete [kind], has_kind ? 2 : 1, false);
+        values [0] = flid;
+        if (has_kind)
+            values [1] = info->element;
+    }
+    if (set->count == 0)
+        return 0;
+
+    json_t *rows = json_array ();
+    for (size_t i = 0; i < set->count; i++) {
+        const mx_set_record_t *record = &set->records [i];
+        json_t *row = json_array ();
+        json_array_append_new (row, json_integer (record->key));
+        for (size_t f = 0; f < info->field_count; f++) {
+            json_t *value = record->values [f] ? json_string (record->values [f]) : json_null ();
+            if (!value) {
+                s_error (error, "flight %" PRId64 ": %s %s of record %d is not valid UTF-8",
+                         flight->flid, info->element, info->field_codes [f], record->key);
+                json_decref (row);
+                json_decref (rows);
+                return -1;
+            }
+            json_array_append_new (row, value);
+        }
+        json_array_append_new (rows, row);
+    }
+    const char **values = s_batch_add (self, s_sql.set_insert [kind], has_kind ? 3 : 2, false);
+    values [0] = flid;
+    values [1] = s_batch_json (self, rows);
+    if (has_kind)
+        values [2] = info->element;
+    json_decref (rows);
+    return 0;
+}
+
+static void
+s_batch_insert (s_batch_t *self, const mx_flight_t *after, int64_t now_ms)
+{
+    const char **values = s_batch_add (self, s_sql.insert, S_INS_COUNT, false);
+    values [S_INS_FLID - 1] = s_batch_int (self, after->flid);
+    for (int k = 0; k < MX_F_COUNT; k++)
+        values [S_INS_SCALARS + k - 1] = after->scalars [k];
+    for (int r = 0; r < MX_RARE_COUNT; r++)
+        values [S_INS_RARE + r - 1] = s_batch_json (self, after->rare [r]);
+    values [S_INS_EXTRA - 1] = s_batch_json (self, after->extra);
+    values [S_INS_OPERATION_DAY - 1] = s_batch_int (self, after->operation_day);
+    values [S_INS_STATE_VERSION - 1] = s_batch_int (self, after->state_version);
+    values [S_INS_LAST_MSG_ID - 1] = after->last_msg_id > 0
+                                   ? s_batch_int (self, after->last_msg_id) : NULL;
+    values [S_INS_LIFECYCLE - 1] = after->deleted ? "DELETED" : "ACTIVE";
+    values [S_INS_DELETED_AT - 1] = after->deleted ? s_batch_int (self, after->deleted_at) : NULL;
+    values [S_INS_NOW - 1] = s_batch_int (self, now_ms);
+}
+
+//  The UPDATE of what differs, guarded by the version that was loaded.
+static void
+s_batch_update (s_batch_t *self, const mx_flight_t *before, const mx_flight_t *after,
+                int64_t now_ms)
+{
+    const char *values [S_UPDATE_MAX_PARAMS];
+    int n = 0;
+    char *sql = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream (&sql, &size);
+    assert (out);
+    fputs ("UPDATE flight_schd SET ", out);
+    values [n++] = s_batch_int (self, after->flid);
+    values [n++] = s_batch_int (self, before->state_version);
+    for (int k = 0; k < MX_F_COUNT; k++) {
+        if (s_text_equal (before->scalars [k], after->scalars [k]))
+            continue;
+        const mx_scalar_info_t *info = mx_scalar_info ((mx_scalar_t) k);
+        values [n++] = after->scalars [k];
+        s_put_column (out, info->code);
+        fputs (" = ", out);
+        s_put_param (out, n, info->type);
+        fputs (", ", out);
+    }
+    for (int r = 0; r < MX_RARE_COUNT; r++) {
+        if (s_json_equal (before->rare [r], after->rare [r]))
+            continue;
+        values [n++] = s_batch_json (self, after->rare [r]);
+        s_put_column (out, mx_rare_code ((mx_rare_t) r));
+        fprintf (out, " = $%d::jsonb, ", n);
+    }
+    if (!s_json_equal (before->extra, after->extra)) {
+        values [n++] = s_batch_json (self, after->extra);
+        fprintf (out, "extra = $%d::jsonb, ", n);
+    }
+    //  Written only when it differs, so the immutability trigger (BEFORE
+    //  UPDATE OF operation_day) fires exactly then.
+    if (before->operation_day != after->operation_day) {
+        values [n++] = s_batch_int (self, after->operation_day);
+        fprintf (out, "operation_day = DATE '1970-01-01' + $%d::integer, ", n);
+    }
+    if (before->deleted != after->deleted || (after->deleted && before->deleted_at != after->deleted_at)) {
+        values [n++] = after->deleted ? "DELETED" : "ACTIVE";
+        values [n++] = after->deleted ? s_batch_int (self, after->deleted_at) : NULL;
+        fprintf (out, "lifecycle = $%d::text, deleted_at = ", n - 1);
+        s_put_param (out, n, MX_TYPE_T);
+        fputs (", ", out);
+    }
+    values [n++] = s_batch_int (self, after->state_version);
+    values [n++] = after->last_msg_id > 0 ? s_batch_int (self, after->last_msg_id) : NULL;
+    values [n++] = s_batch_int (self, now_ms);
+    fprintf (out, "state_version = $%d::bigint, last_msg_id = $%d::bigint, updated_at = ", n - 2, n - 1);
+    s_put_param (out, n, MX_TYPE_T);
+    fputs (" WHERE flid = $1::bigint AND state_version = $2::bigint", out);
+    assert (n <= S_UPDATE_MAX_PARAMS);
+
+    s_batch_keep (self, s_stream_close (out, &sql));
+    const char **params = s_batch_add (self, sql, n, true);
+    memcpy (params, values, (size_t) n * sizeof (char *));
+}
+
+//  True when anything stored differs between the two states.
+static bool
+s_differs (const mx_flight_t *before, const mx_flight_t *after, bool *set_changed)
+{
+    bool differs = before->state_version != after->state_version
+                || before->last_msg_id != after->last_msg_id
+                || before->operation_day != after->operation_day
+                || before->deleted != after->deleted
+                || before->deleted_at != after->deleted_at
+                || !s_json_equal (before->extra, after->extra);
+    for (int k = 0; k < MX_F_COUNT; k++)
+        differs |= !s_text_equal (before->scalars [k], after->scalars [k]);
+    for (int r = 0; r < MX_RARE_COUNT; r++)
+        differs |= !s_json_equal (before->rare [r], after->rare [r]);
+    for (int k = 0; k < MX_SET_COUNT; k++) {
+        set_changed [k] = !mx_set_equal (&before->sets [k], &after->sets [k]);
+        differs |= set_changed [k];
+    }
+    return differs;
+}
+
+int
+mx_flight_repo_save (PGconn *conn, const mx_flight_t *before, const mx_flight_t *after,
+                     int64_t now_ms, char **error)
+{
+    assert (conn);
+    assert (after);
+    assert (after->extra);
+    assert (!before || before->flid == after->flid);
+    pthread_once (&s_sql_once, s_sql_build);
+    if (after->operation_day < 0) {
+        s_error (error, "flight %" PRId64 ": operation day not derived", after->flid);
+        return -1;
+    }
+    bool set_changed [MX_SET_COUNT];
+    if (before && !s_differs (before, after, set_changed))
+        return 0;
+
+    s_batch_t batch;
+    memset (&batch, 0, sizeof batch);
+    int rc = 0;
+    if (before)
+        s_batch_update (&batch, before, after, now_ms);
+    else
+        s_batch_insert (&batch, after, now_ms);
+    for (int k = 0; k < MX_SET_COUNT && rc == 0; k++)
+        if (before ? set_changed [k] : after->sets [k].count > 0)
+            rc = s_batch_set (&batch, after, (mx_set_kind_t) k, before != NULL, error);
+    if (rc == 0)
+        rc = s_batch_run (conn, &batch, error);
+    s_batch_reset (&batch);
+    return rc;
+}
+
+//  ---------------------------------------------------------------------
+//  Outbox, snapshot log
+
+//  The payload keeps its text and member order (it is what consumers
+//  read); only an "event_id" member (the KAFKA:msg document has one) is
+//  replaced, first, with the id nextval gave.
+#define S_EVENT_INSERT \
+    "INSERT INTO msg_event (event_id, target, partition_key, event_type, flid, state_version," \
+    " msg_id, payload, created_at)" \
+    " SELECT n.id, $1::text, $2::text, $3::text, $2::bigint, $4::bigint, $5::bigint," \
+    " CASE WHEN $6::json IS NULL THEN NULL ELSE" \
+    " (SELECT '{' || string_agg (to_json (m.k)::text || ':' || m.v, ',' ORDER BY m.o) || '}'" \
+    "  FROM (SELECT 'event_id', n.id::text, 0::bigint WHERE ($6::json -> 'event_id') IS NOT NULL" \
+    "        UNION ALL" \
+    "        SELECT p.key, p.value::text, p.ord" \
+    "        FROM json_each ($6::json) WITH ORDINALITY AS p (key, value, ord)" \
+    "        WHERE p.key <> 'event_id') AS m (k, v, o)) END," \
+    " to_timestamp ($7::bigint / 1000.0)" \
+    " FROM (SELECT nextval (pg_get_serial_sequence ('msg_event', 'event_id')) AS id) AS n" \
+    " RETURNING event_id"
+
+int
+mx_event_insert (PGconn *conn, mx_target_t target, mx_event_type_t type, int64_t flid,
+                 int64_t state_version, int64_t msg_id, const char *payload,
+                 int64_t now_ms, int64_t *event_id, char **error)
+{
+    assert (conn);
+    assert (event_id);
+    assert (target == MX_TARGET_MSG || target == MX_TARGET_SCHD);
+    assert (type == MX_EVENT_UPSERT || type == MX_EVENT_TOMBSTONE);
+    //  Only a KAFKA:schd tombstone is a null value (SPEC §5).
+    assert (payload || (target == MX_TARGET_SCHD && type == MX_EVENT_TOMBSTONE));
+    *event_id = 0;
+    char flid_text [MX_PG_INT64_BUFSIZE], version [MX_PG_INT64_BUFSIZE];
+    char msg [MX_PG_INT64_BUFSIZE], now [MX_PG_INT64_BUFSIZE];
+    const char *values [] = {
+        s_targets [target], mx_pg_int64_text (flid, flid_text), s_event_types [type],
+        mx_pg_int64_text (state_version, version),
+        msg_id > 0 ? mx_pg_int64_text (msg_id, msg) : NULL,     //  job-made event
+        payload, mx_pg_int64_text (now_ms, now)
+    };
+    PGresult *res = NULL;
+    if (mx_pg_exec (conn, S_EVENT_INSERT, 7, values, &res, error))
+        return -1;
+    *event_id = mx_pg_get_int64 (res, 0, 0);
+    PQclear (res);
+    return 0;
+}
+
+int
+mx_snap_log_insert (PGconn *conn, int64_t msg_id, const char *styp, int64_t scope_begin_ms,
+                    int64_t scope_end_ms, int64_t now_ms, int inserted, int updated,
+                    int unchanged, char **error)
+{
+    assert (conn);
+    assert (styp);
+    char msg [MX_PG_INT64_BUFSIZE], begin [MX_PG_INT64_BUFSIZE], end [MX_PG_INT64_BUFSIZE];
+    char now [MX_PG_INT64_BUFSIZE], ins [MX_PG_INT64_BUFSIZE], upd [MX_PG_INT64_BUFSIZE];
+    char same [MX_PG_INT64_BUFSIZE];
+    const char *values [] = {
+        mx_pg_int64_text (msg_id, msg), styp,
+        scope_begin_ms >= 0 ? mx_pg_int64_text (scope_begin_ms, begin) : NULL,  //  no flights
+        scope_end_ms >= 0 ? mx_pg_int64_text (scope_end_ms, end) : NULL,
+        mx_pg_int64_text (now_ms, now), mx_pg_int64_text (inserted, ins),
+        mx_pg_int64_text (updated, upd), mx_pg_int64_text (unchanged, same)
+    };
+    return mx_pg_exec (conn,
+        "INSERT INTO schd_snap_log (msg_id, styp, scope_begin, scope_end, recv_at,"
+        " flights_inserted, flights_updated, flights_unchanged)"
+        " VALUES ($1::bigint, $2::text, to_timestamp ($3::bigint / 1000.0),"
+        " to_timestamp ($4::bigint / 1000.0), to_timestamp ($5::bigint / 1000.0),"
+        " $6::integer, $7::integer, $8::integer)",
+        8, values, NULL, error);
+}
+
+//  ---------------------------------------------------------------------
+//  Reference data
+
+//  $2 holds the records as [[key, value], ...]; a key listed twice keeps
+//  its last value, as if the records were applied one by one.
+#define S_REF_INPUT \
+    "WITH rec AS (" \
+    " SELECT DISTINCT ON (e.r->>0) e.r->>0 AS rkey, (e.r->1)::jsonb AS value" \
+    " FROM json_array_elements ($2::json) WITH ORDINALITY AS e (r, ord)" \
+    " ORDER BY e.r->>0, e.ord DESC)"
+
+//  Upsert; a row whose value is the same is left alone and not counted.
+#define S_REF_PUT \
+    "put AS (" \
+    " INSERT INTO ref_master AS m (rtype, rkey, value, updated_at, last_msg_id)" \
+    " SELECT $1::text, rkey, value, to_timestamp ($4::bigint / 1000.0), $3::bigint FROM rec" \
+    " ON CONFLICT (rtype, rkey) DO UPDATE" \
+    " SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at, last_msg_id = EXCLUDED.last_msg_id" \
+    " WHERE m.value IS DISTINCT FROM EXCLUDED.value" \
+    " RETURNING 1)"
+
+//  One statement, so the set is replaced atomically; the DELETE and the
+//  upsert touch disjoint rows, so their order inside it does not matter.
+#define S_REF_REPLACE \
+    S_REF_INPUT "," \
+    " gone AS (DELETE FROM ref_master AS m WHERE m.rtype = $1::text" \
+    "          AND NOT EXISTS (SELECT 1 FROM rec WHERE rec.rkey = m.rkey) RETURNING 1), " \
+    S_REF_PUT \
+    " SELECT (SELECT count (*) FROM gone) + (SELECT count (*) FROM put)"
+
+#define S_REF_UPSERT \
+    S_REF_INPUT ", " S_REF_PUT " SELECT count (*) FROM put"
+
+#define S_REF_DELETE \
+    "WITH gone AS (DELETE FROM ref_master WHERE rtype = $1::text" \
+    " AND rkey IN (SELECT e->>0 FROM json_array_elements ($2::json) AS e) RETURNING 1)" \
+    " SELECT count (*) FROM gone"
+
+int
+mx_reference_apply (PGconn *conn, const mx_reference_t *ref, int64_t msg_id, int64_t now_ms,
+                    int *changed, char **error)
+{
+    assert (conn);
+    assert (ref);
+    assert (changed);
+    assert (ref->count == 0 || ref->records);
+    *changed = 0;
+    const char *sql = NULL;
+    int nparams = 4;
+    if (strcmp (ref->styp, "DNLD") == 0 || strcmp (ref->styp, "RESP") == 0)
+        sql = S_REF_REPLACE;
+    else
+    if (strcmp (ref->styp, "ADD") == 0 || strcmp (ref->styp, "UPD") == 0)
+        sql = S_REF_UPSERT;
+    else
+    if (strcmp (ref->styp, "DEL") == 0) {
+        sql = S_REF_DELETE;
+        nparams = 2;
+    }
+    else {
+        s_error (error, "reference %s: subtype \"%s\" is not one of DNLD, RESP, ADD, UPD, DEL",
+                 ref->rtype, ref->styp);
+        return -1;
+    }
+
+    json_t *rows = json_array ();
+    for (size_t i = 0; i < ref->count; i++) {
+        const mx_ref_record_t *record = &ref->records [i];
+        json_t *key = record->key ? json_string (record->key) : NULL;
+        if (!key) {
+            s_error (error, "reference %s: record %zu has no valid UTF-8 key", ref->rtype, i + 1);
+            json_decref (rows);
+            return -1;
+        }
+        json_array_append_new (rows, json_pack ("[oO]", key,
+                                                record->value ? record->value : json_null ()));
+    }
+    char *text = json_dumps (rows, JSON_COMPACT);
+    json_decref (rows);
+    assert (text);
+
+    char msg [MX_PG_INT64_BUFSIZE], now [MX_PG_INT64_BUFSIZE];
+    const char *values [] = {
+        ref->rtype, text, msg_id > 0 ? mx_pg_int64_text (msg_id, msg) : NULL,
+        mx_pg_int64_text (now_ms, now)
+    };
+    PGresult *res = NULL;
+    int rc = mx_pg_exec (conn, sql, nparams, values, &res, error);
+    free (text);
+    if (rc)
+        return -1;
+    *changed = (int) mx_pg_get_int64 (res, 0, 0);
+    PQclear (res);
+    return 0;
+}

@@ -1,0 +1,51 @@
+/*  mx_flight_repo - flight state, outbox events, snapshot log and
+    reference data in PostgreSQL: the one write path of SPEC §4.
+
+    Every call runs on the caller's connection inside the caller's
+    transaction (the processor owns BEGIN/SAVEPOINT/COMMIT); none commits.
+    Times are UTC epoch ms. Returns 0 / -1 with *error (malloc'd line).
+*/
+#ifndef MX_FLIGHT_REPO_H_INCLUDED
+#define MX_FLIGHT_REPO_H_INCLUDED
+
+#include <libpq-fe.h>
+
+#include "mx_flight.h"
+#include "mx_sis_body.h"
+
+//  Lock (SELECT ... FOR UPDATE) and read the full state (scalars, sets,
+//  rare sets, extra, bookkeeping) of the given flights in ONE round trip.
+//  out [i] = the flight, or NULL when flids [i] does not exist. Values in
+//  the canonical text of mx_flight.h, so they compare with decoded ones.
+int mx_flight_repo_load (PGconn *conn, const int64_t *flids, size_t count, bool lock,
+                         mx_flight_t **out, char **error);
+
+//  Write `after` (its state_version and last_msg_id already set by the
+//  caller): INSERT when before is NULL, else only what differs (changed
+//  scalars in one UPDATE, each changed set replaced). Batched statements
+//  (pipeline mode or one statement per table) rather than one per value.
+int mx_flight_repo_save (PGconn *conn, const mx_flight_t *before, const mx_flight_t *after,
+                         int64_t now_ms, char **error);
+
+typedef enum { MX_TARGET_MSG, MX_TARGET_SCHD } mx_target_t;
+typedef enum { MX_EVENT_UPSERT, MX_EVENT_TOMBSTONE } mx_event_type_t;
+
+//  Insert one outbox row (state PENDING). payload: the JSON document text
+//  with its "event_id" member set to the new event id by the insert itself
+//  (one statement); NULL payload = null value (KAFKA:schd tombstone).
+//  *event_id gets the id.
+int mx_event_insert (PGconn *conn, mx_target_t target, mx_event_type_t type, int64_t flid,
+                     int64_t state_version, int64_t msg_id, const char *payload,
+                     int64_t now_ms, int64_t *event_id, char **error);
+
+//  One row per applied schedule message (SPEC §2 schd_snap_log).
+int mx_snap_log_insert (PGconn *conn, int64_t msg_id, const char *styp, int64_t scope_begin_ms,
+                        int64_t scope_end_ms, int64_t now_ms, int inserted, int updated,
+                        int unchanged, char **error);
+
+//  Reference data (WIRE §7): DNLD/RESP replace the whole RTYPE set, ADD/UPD
+//  upsert, DEL removes the listed keys. *changed gets the rows affected.
+int mx_reference_apply (PGconn *conn, const mx_reference_t *ref, int64_t msg_id, int64_t now_ms,
+                        int *changed, char **error);
+
+#endif
