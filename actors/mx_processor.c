@@ -18,6 +18,7 @@
 
 #include <assert.h>
 
+#include "mx_bulk.h"
 #include "mx_flight.h"
 #include "mx_flight_repo.h"
 #include "mx_log.h"
@@ -509,6 +510,456 @@ done:
 }
 
 //  ---------------------------------------------------------------------
+//  The bulk path: a run of ordinary messages (non-business terminals,
+//  FLOP/FDEL, SCHD DNLD/ADFT) decoded and applied in memory, written in a
+//  handful of statements. Everything it cannot settle in memory (a CODEC
+//  or UNSUPPORTED failure, reference data, SCHD DEL, unknown kinds) ends
+//  the run; those go through the message-by-message path after it. A
+//  database error rolls the whole batch back and it is redone message by
+//  message, so the outcome is always what one-at-a-time processing gives.
+
+typedef enum { B_TERMINAL, B_FLOP, B_SCHEDULE } s_plan_t;
+
+typedef struct {
+    int64_t msg_id;
+    char *xml;                  //  from the range read (owned by the rows array)
+    size_t size;
+    bool present;
+    mx_sis_msg_t *msg;
+    char key [128];
+    s_plan_t plan;
+    mx_flop_t *flop;
+    mx_schedule_t *schedule;
+    mx_bulk_terminal_t terminal;
+    char *text;                 //  owned texts for the terminal row
+    char *outcome;
+} s_item_t;
+
+//  A flight as loaded (before) and as it stands after the batch so far.
+typedef struct {
+    mx_flight_t *before;        //  NULL: new in this batch
+    mx_flight_t *now;
+} s_slot_t;
+
+static void
+s_item_terminal (s_item_t *item, mx_state_t state, mx_error_class_t error_class, const char *text, const char *outcome)
+{
+    free (item->text);
+    free (item->outcome);
+    item->plan = B_TERMINAL;
+    item->text = text ? strdup (text) : NULL;
+    item->outcome = outcome ? strdup (outcome) : NULL;
+    item->terminal.msg_id = item->msg_id;
+    item->terminal.state = state;
+    item->terminal.error_class = error_class;
+}
+
+static void
+s_slot_destroy (void **item)
+{
+    s_slot_t *slot = (s_slot_t *) *item;
+    mx_flight_destroy (&slot->before);
+    mx_flight_destroy (&slot->now);
+    free (slot);
+    *item = NULL;
+}
+
+//  Events of one change, appended in order.
+static void
+s_change_events (s_processor_t *self, zlistx_t *events, zlistx_t *texts, const mx_flight_t *before,
+                 const mx_flight_t *after, json_t *changed, const mx_sis_meta_t *meta, int64_t msg_id)
+{
+    mx_event_meta_t event = {
+        .msg_id = msg_id, .type = meta->type, .styp = meta->styp, .seqn = meta->seqn, .dttm = meta->dttm
+    };
+    bool tombstone = after->deleted && (!before || !before->deleted);
+    json_t *doc = mx_flight_msg_doc (after, &event, changed, self->zone);
+    char *msg_text = json_dumps (doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref (doc);
+    char *schd_text = NULL;
+    if (!tombstone) {
+        doc = mx_flight_state_doc (after, self->zone);
+        schd_text = json_dumps (doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        json_decref (doc);
+    }
+    mx_event_type_t type = tombstone ? MX_EVENT_TOMBSTONE : MX_EVENT_UPSERT;
+    mx_bulk_event_t *msg_event = (mx_bulk_event_t *) zmalloc (sizeof (mx_bulk_event_t));
+    *msg_event = (mx_bulk_event_t) { MX_TARGET_MSG, type, after->flid, after->state_version, msg_id, msg_text };
+    mx_bulk_event_t *schd_event = (mx_bulk_event_t *) zmalloc (sizeof (mx_bulk_event_t));
+    *schd_event = (mx_bulk_event_t) { MX_TARGET_SCHD, type, after->flid, after->state_version, msg_id, schd_text };
+    zlistx_add_end (events, msg_event);
+    zlistx_add_end (events, schd_event);
+    zlistx_add_end (texts, msg_text);
+    if (schd_text)
+        zlistx_add_end (texts, schd_text);
+}
+
+static s_slot_t *
+s_slot (zhashx_t *slots, int64_t flid)
+{
+    char key [24];
+    snprintf (key, sizeof key, "%" PRId64, flid);
+    return (s_slot_t *) zhashx_lookup (slots, key);
+}
+
+//  Applies ids [0..count) as far as it can; *applied gets how many
+//  (a prefix). Returns -1 when the database failed (roll back).
+static int
+s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
+{
+    *applied = 0;
+    char *error = NULL;
+    int64_t now = mx_clock_now (self->clock);
+    size_t max_bytes = (size_t) self->config->codec_max_message_bytes;
+    int *states = (int *) calloc (count, sizeof (int));
+    int *attempts = (int *) calloc (count, sizeof (int));
+    s_item_t *items = (s_item_t *) calloc (count, sizeof (s_item_t));
+    mx_mailbox_text_t *raw = NULL;
+    size_t raw_count = 0;
+    zhashx_t *slots = zhashx_new ();
+    zhashx_set_destructor (slots, s_slot_destroy);
+    zlistx_t *events = zlistx_new ();
+    zlistx_set_destructor (events, (czmq_destructor *) zstr_free);
+    zlistx_t *texts = zlistx_new ();
+    zlistx_set_destructor (texts, (czmq_destructor *) zstr_free);
+    zlistx_t *snaps = zlistx_new ();
+    zlistx_set_destructor (snaps, (czmq_destructor *) zstr_free);
+    int rc = 0;
+    size_t prefix = 0;
+
+    if (mx_bulk_start (self->pg, ids, count, now, states, attempts, &error)
+    ||  mx_mailbox_read_range (self->mailbox, ids [0], ids [count - 1], max_bytes, &raw, &raw_count, &error)) {
+        mx_warn (ACTOR, "batch of %zu from %" PRId64 ": %s; redoing it message by message", count, ids [0], error);
+        free (error);
+        rc = -1;
+        goto done;
+    }
+    mx_sis_options_t options = {
+        .zone = self->zone, .max_bytes = max_bytes,
+        .ignore_types = self->config->pipeline_ignore_types.items,
+        .ignore_count = self->config->pipeline_ignore_types.count
+    };
+    //  Pass 1: decode, in order, up to the first message the bulk path
+    //  cannot settle in memory.
+    size_t next_raw = 0;
+    for (prefix = 0; prefix < count; prefix++) {
+        s_item_t *item = &items [prefix];
+        item->msg_id = ids [prefix];
+        if (states [prefix] != MX_STATE_PENDING && states [prefix] != MX_STATE_FAILED)
+            break;
+        while (next_raw < raw_count && raw [next_raw].id < item->msg_id)
+            next_raw++;
+        if (next_raw < raw_count && raw [next_raw].id == item->msg_id) {
+            item->present = true;
+            item->xml = raw [next_raw].xml;
+            item->size = raw [next_raw].size;
+        }
+        if (states [prefix] == MX_STATE_FAILED && attempts [prefix] >= self->config->pipeline_max_attempts) {
+            s_item_terminal (item, MX_STATE_DEAD, MX_ERR_EXHAUSTED, NULL, NULL);
+            continue;
+        }
+        if (!item->present) {
+            s_item_terminal (item, MX_STATE_DEAD, MX_ERR_MALFORMED, "raw-missing", "raw-missing");
+            continue;
+        }
+        if (!item->xml) {
+            char *text = zsys_sprintf ("message of %zu bytes is larger than msgx.codec.max-message-bytes (%zu)",
+                                       item->size, max_bytes);
+            s_item_terminal (item, MX_STATE_DEAD, MX_ERR_MALFORMED, text, NULL);
+            free (text);
+            continue;
+        }
+        mx_sis_status_t status;
+        item->msg = mx_sis_decode (item->xml, item->size, &options, &status, &error);
+        if (!item->msg) {
+            if (status != MX_SIS_MALFORMED) {
+                free (error);
+                break;                  //  CODEC_ERROR: a failed attempt, not ours
+            }
+            s_item_terminal (item, MX_STATE_DEAD, MX_ERR_MALFORMED, error, NULL);
+            free (error);
+            continue;
+        }
+        const mx_sis_meta_t *meta = mx_sis_meta (item->msg);
+        item->terminal.type = meta->type;
+        item->terminal.styp = meta->styp;
+        mx_sis_identity (meta, self->config->identity_include_day_boundary, item->key, sizeof item->key);
+        if (s_ignored (self, meta->type)) {
+            char outcome [32];
+            snprintf (outcome, sizeof outcome, "ignored:%s", meta->type);
+            s_item_terminal (item, MX_STATE_SKIPPED, MX_ERR_NONE, NULL, outcome);
+            continue;
+        }
+        mx_sis_kind_t kind = mx_sis_kind (item->msg);
+        mx_body_status_t body = MX_BODY_OK;
+        if (kind == MX_SIS_KIND_FLOP || kind == MX_SIS_KIND_FDEL) {
+            body = mx_sis_flop (item->msg, self->zone, &item->flop, &error);
+            item->plan = B_FLOP;
+        }
+        else
+        if (kind == MX_SIS_KIND_SCHD_DNLD || kind == MX_SIS_KIND_SCHD_ADFT) {
+            body = mx_sis_schedule (item->msg, self->zone, &item->schedule, &error);
+            item->plan = B_SCHEDULE;
+        }
+        else
+            break;                      //  reference, SCHD DEL, unsupported: message by message
+        if (body == MX_BODY_PROTOCOL) {
+            s_item_terminal (item, MX_STATE_DEAD, MX_ERR_PROTOCOL, error, NULL);
+            free (error);
+            continue;
+        }
+        if (body != MX_BODY_OK) {
+            free (error);
+            break;
+        }
+    }
+    if (prefix == 0)
+        goto done;
+
+    //  Identities, all at once, in msg_id order: a duplicate is SKIPPED
+    //  whatever its body says (step 4 comes before dispatch).
+    {
+        int64_t *bind_ids = (int64_t *) calloc (prefix, sizeof (int64_t));
+        const char **keys = (const char **) calloc (prefix, sizeof (char *));
+        size_t *owners = (size_t *) calloc (prefix, sizeof (size_t));
+        size_t binds = 0;
+        for (size_t i = 0; i < prefix; i++)
+            if (items [i].msg) {
+                bind_ids [binds] = items [i].msg_id;
+                keys [binds] = items [i].key;
+                owners [binds++] = i;
+            }
+        int64_t *holders = (int64_t *) calloc (binds + 1, sizeof (int64_t));
+        if (binds && mx_bulk_bind_identities (self->pg, bind_ids, keys, binds, now, holders, &error)) {
+            mx_warn (ACTOR, "identity binding of a batch failed: %s; redoing it message by message", error);
+            free (error);
+            rc = -1;
+        }
+        for (size_t b = 0; rc == 0 && b < binds; b++)
+            if (holders [b] != bind_ids [b]) {
+                char outcome [48];
+                snprintf (outcome, sizeof outcome, "duplicate-of:%" PRId64, holders [b]);
+                s_item_terminal (&items [owners [b]], MX_STATE_SKIPPED, MX_ERR_NONE, NULL, outcome);
+            }
+        free (bind_ids);
+        free (keys);
+        free (owners);
+        free (holders);
+        if (rc)
+            goto done;
+    }
+
+    //  The flights the batch touches, locked and loaded in one query.
+    {
+        zlistx_t *wanted = zlistx_new ();
+        for (size_t i = 0; i < prefix; i++) {
+            if (items [i].plan == B_FLOP)
+                zlistx_add_end (wanted, &items [i].flop->flid);
+            else
+            if (items [i].plan == B_SCHEDULE)
+                for (size_t r = 0; r < items [i].schedule->count; r++)
+                    zlistx_add_end (wanted, &items [i].schedule->records [r].flight->flid);
+        }
+        size_t flight_count = zlistx_size (wanted);
+        int64_t *flids = (int64_t *) calloc (flight_count + 1, sizeof (int64_t));
+        size_t unique = 0;
+        for (int64_t *flid = (int64_t *) zlistx_first (wanted); flid; flid = (int64_t *) zlistx_next (wanted)) {
+            char key [24];
+            snprintf (key, sizeof key, "%" PRId64, *flid);
+            if (zhashx_lookup (slots, key))
+                continue;
+            zhashx_insert (slots, key, zmalloc (sizeof (s_slot_t)));
+            flids [unique++] = *flid;
+        }
+        zlistx_destroy (&wanted);
+        mx_flight_t **loaded = (mx_flight_t **) calloc (unique + 1, sizeof (mx_flight_t *));
+        if (unique && mx_flight_repo_load (self->pg, flids, unique, true, loaded, &error)) {
+            mx_warn (ACTOR, "cannot load the flights of a batch: %s; redoing it message by message", error);
+            free (error);
+            rc = -1;
+        }
+        for (size_t f = 0; f < unique; f++) {
+            s_slot_t *slot = s_slot (slots, flids [f]);
+            slot->before = loaded [f];
+            slot->now = loaded [f] ? mx_flight_dup (loaded [f]) : NULL;
+        }
+        free (loaded);
+        free (flids);
+        if (rc)
+            goto done;
+    }
+
+    //  Pass 2: apply in order, in memory.
+    for (size_t i = 0; i < prefix; i++) {
+        s_item_t *item = &items [i];
+        if (item->plan == B_FLOP) {
+            s_slot_t *slot = s_slot (slots, item->flop->flid);
+            char outcome [64];
+            if (!slot->now) {
+                snprintf (outcome, sizeof outcome, "unknown-flight:%" PRId64, item->flop->flid);
+                s_item_terminal (item, MX_STATE_SKIPPED, MX_ERR_NONE, NULL, outcome);
+                continue;
+            }
+            if (slot->now->deleted && !item->flop->fdel) {
+                snprintf (outcome, sizeof outcome, "flight-deleted:%" PRId64, item->flop->flid);
+                s_item_terminal (item, MX_STATE_SKIPPED, MX_ERR_NONE, NULL, outcome);
+                continue;
+            }
+            json_t *changed = NULL;
+            mx_flight_t *next = item->flop->fdel ? mx_flight_apply_fdel (slot->now, now, &changed)
+                                                 : mx_flight_apply_flop (slot->now, item->flop, &changed);
+            bool any = json_array_size (changed) > 0;
+            if (any) {
+                next->state_version = slot->now->state_version + 1;
+                next->last_msg_id = item->msg_id;
+                s_change_events (self, events, texts, slot->now, next, changed, mx_sis_meta (item->msg), item->msg_id);
+                mx_flight_destroy (&slot->now);
+                slot->now = next;
+                next = NULL;
+            }
+            mx_flight_destroy (&next);
+            json_decref (changed);
+            s_item_terminal (item, MX_STATE_SUCCEEDED, MX_ERR_NONE, NULL, any ? NULL : "no-change");
+        }
+        else
+        if (item->plan == B_SCHEDULE) {
+            //  All records first, into copies: a cross-day record rejects
+            //  the whole package and leaves the flights as they were.
+            size_t records = item->schedule->count;
+            mx_flight_t **next = (mx_flight_t **) calloc (records + 1, sizeof (mx_flight_t *));
+            json_t **changed = (json_t **) calloc (records + 1, sizeof (json_t *));
+            char *protocol = NULL;
+            for (size_t r = 0; r < records && !protocol; r++) {
+                s_slot_t *slot = s_slot (slots, item->schedule->records [r].flight->flid);
+                next [r] = mx_flight_apply_fltr (slot->now, &item->schedule->records [r], self->zone,
+                                                 (int) self->config->operation_day_cutoff_hour, &changed [r], &protocol);
+            }
+            if (protocol) {
+                s_item_terminal (item, MX_STATE_DEAD, MX_ERR_PROTOCOL, protocol, NULL);
+                free (protocol);
+            }
+            else {
+                int inserted = 0, updated = 0, unchanged = 0;
+                int64_t scope_begin = INT64_MAX, scope_end = INT64_MIN;
+                for (size_t r = 0; r < records; r++) {
+                    s_slot_t *slot = s_slot (slots, next [r]->flid);
+                    const char *sodt = next [r]->scalars [MX_F_SODT];
+                    if (sodt) {
+                        int64_t at = strtoll (sodt, NULL, 10);
+                        scope_begin = at < scope_begin ? at : scope_begin;
+                        scope_end = at > scope_end ? at : scope_end;
+                    }
+                    if (json_array_size (changed [r]) == 0) {
+                        unchanged++;
+                        continue;
+                    }
+                    if (slot->now)
+                        updated++;
+                    else
+                        inserted++;
+                    next [r]->state_version = (slot->now ? slot->now->state_version : 0) + 1;
+                    next [r]->last_msg_id = item->msg_id;
+                    s_change_events (self, events, texts, slot->now, next [r], changed [r],
+                                     mx_sis_meta (item->msg), item->msg_id);
+                    mx_flight_destroy (&slot->now);
+                    slot->now = next [r];
+                    next [r] = NULL;
+                }
+                zlistx_add_end (snaps, zsys_sprintf ("%" PRId64 " %s %" PRId64 " %" PRId64 " %d %d %d",
+                                                     item->msg_id, mx_sis_meta (item->msg)->styp,
+                                                     scope_begin == INT64_MAX ? -1 : scope_begin,
+                                                     scope_end == INT64_MIN ? -1 : scope_end,
+                                                     inserted, updated, unchanged));
+                char outcome [96];
+                snprintf (outcome, sizeof outcome, "flights inserted %d, updated %d, unchanged %d",
+                          inserted, updated, unchanged);
+                s_item_terminal (item, MX_STATE_SUCCEEDED, MX_ERR_NONE, NULL, outcome);
+            }
+            for (size_t r = 0; r < records; r++) {
+                mx_flight_destroy (&next [r]);
+                json_decref (changed [r]);
+            }
+            free (next);
+            free (changed);
+        }
+    }
+
+    //  Writes: each touched flight once (its final state), the events in
+    //  order, the snapshot log, and every terminal state with its intent.
+    for (s_slot_t *slot = (s_slot_t *) zhashx_first (slots); slot && rc == 0;
+         slot = (s_slot_t *) zhashx_next (slots)) {
+        if (!slot->now || (slot->before && slot->before->state_version == slot->now->state_version))
+            continue;
+        if (mx_flight_repo_save (self->pg, slot->before, slot->now, now, &error))
+            rc = -1;
+    }
+    if (rc == 0) {
+        size_t event_count = zlistx_size (events);
+        mx_bulk_event_t *rows = (mx_bulk_event_t *) calloc (event_count + 1, sizeof (mx_bulk_event_t));
+        size_t e = 0;
+        for (mx_bulk_event_t *event = (mx_bulk_event_t *) zlistx_first (events); event;
+             event = (mx_bulk_event_t *) zlistx_next (events))
+            rows [e++] = *event;
+        if (mx_bulk_events (self->pg, rows, event_count, now, &error))
+            rc = -1;
+        free (rows);
+    }
+    for (char *snap = (char *) zlistx_first (snaps); snap && rc == 0; snap = (char *) zlistx_next (snaps)) {
+        long long msg_id, begin, end;
+        int inserted, updated, unchanged;
+        char styp [16];
+        if (sscanf (snap, "%lld %15s %lld %lld %d %d %d", &msg_id, styp, &begin, &end,
+                    &inserted, &updated, &unchanged) == 7
+        &&  mx_snap_log_insert (self->pg, msg_id, styp, begin, end, now, inserted, updated, unchanged, &error))
+            rc = -1;
+    }
+    if (rc == 0) {
+        mx_bulk_terminal_t *rows = (mx_bulk_terminal_t *) calloc (prefix + 1, sizeof (mx_bulk_terminal_t));
+        for (size_t i = 0; i < prefix; i++) {
+            rows [i] = items [i].terminal;
+            rows [i].last_error = items [i].text;
+            rows [i].outcome = items [i].outcome;
+        }
+        if (mx_bulk_finish (self->pg, rows, prefix, now, &error))
+            rc = -1;
+        free (rows);
+    }
+    if (rc) {
+        mx_warn (ACTOR, "writing a batch of %zu failed: %s; redoing it message by message", prefix, error);
+        free (error);
+        goto done;
+    }
+    for (size_t i = 0; i < prefix; i++)
+        if (items [i].terminal.state == MX_STATE_DEAD)
+            mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:I,s:s,s:s}", "msg_id", (json_int_t) items [i].msg_id,
+                                                        "state", "DEAD", "error_class",
+                                                        mx_error_class_name (items [i].terminal.error_class)),
+                         "%" PRId64 " DEAD: %s: %s", items [i].msg_id,
+                         mx_error_class_name (items [i].terminal.error_class), items [i].text ? items [i].text : "");
+    *applied = prefix;
+
+done:
+    for (size_t i = 0; i < count; i++) {
+        mx_sis_destroy (&items [i].msg);
+        mx_flop_destroy (&items [i].flop);
+        mx_schedule_destroy (&items [i].schedule);
+        free (items [i].text);
+        free (items [i].outcome);
+    }
+    for (size_t r = 0; r < raw_count; r++)
+        free (raw [r].xml);
+    free (raw);
+    free (items);
+    free (states);
+    free (attempts);
+    zhashx_destroy (&slots);
+    zlistx_destroy (&events);
+    zlistx_destroy (&texts);
+    zlistx_destroy (&snaps);
+    return rc;
+}
+
+//  ---------------------------------------------------------------------
 //  A batch
 
 static int
@@ -562,6 +1013,31 @@ s_process_batch (s_processor_t *self, int64_t head)
     ids [0] = head;
     mx_state_t head_state = MX_STATE_PENDING;
     bool broken = false;
+    if (limit > 1) {
+        count += s_next_ready (self, head, ids + 1, limit - 1);
+        if (s_bulk (self, ids, count, &done)) {
+            //  Roll back and redo the whole batch message by message.
+            char *ignored = NULL;
+            mx_pg_rollback (self->pg, &ignored);
+            free (ignored);
+            done = 0;
+            count = 1;
+            if (s_pg (self, &error) || mx_pg_begin (self->pg, &error)) {
+                mx_warn (ACTOR, "PostgreSQL unusable: %s", error);
+                free (error);
+                free (ids);
+                return "UNKNOWN";
+            }
+        }
+        else
+        if (done > 0) {
+            head_state = MX_STATE_SUCCEEDED;        //  terminal, whichever
+            count = done;                           //  the rest comes with the next PROCESS
+        }
+        else
+            count = 1;          //  the head needs the message-by-message path; then back to bulk
+    }
+    bool extend = limit > 1 ? false : true;
     while (done < count && !broken) {
         s_outcome_t outcome = s_process_one (self, ids [done]);
         if (outcome.step == S_BROKEN) {
@@ -573,7 +1049,7 @@ s_process_batch (s_processor_t *self, int64_t head)
         done++;
         if (outcome.step == S_RETRY)
             break;                      //  a failed message ends the batch
-        if (done == count && count < limit)
+        if (extend && done == count && count < limit)
             count += s_next_ready (self, ids [count - 1], ids + count, limit - count);
     }
     free (ids);

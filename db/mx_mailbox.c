@@ -31,6 +31,7 @@ typedef enum {
     S_EXISTS,
     S_BOUNDS,
     S_EXISTING,
+    S_READ_RANGE,
     S_STMT_COUNT
 } s_stmt_id_t;
 
@@ -58,11 +59,16 @@ static const char *s_sql [S_STMT_COUNT] = {
     [S_EXISTING] =
         "SELECT CMINMSGS_ID FROM CMINMSGS WHERE CMINMSGS_ID BETWEEN ? AND ?"
         " ORDER BY CMINMSGS_ID LIMIT ?",
+    [S_READ_RANGE] =
+        "SELECT CMINMSGS_ID, LENGTH(CMINMSGS_CLOB_MSG),"
+        " CASE WHEN LENGTH(CMINMSGS_CLOB_MSG) <= ? THEN CMINMSGS_CLOB_MSG END"
+        " FROM CMINMSGS WHERE CMINMSGS_ID BETWEEN ? AND ? ORDER BY CMINMSGS_ID",
 };
 
 static const char *s_stmt_names [S_STMT_COUNT] = {
     [S_SCAN] = "scan", [S_READ] = "read", [S_INSERT] = "insert", [S_MARK] = "mark",
     [S_EXISTS] = "mark lookup", [S_BOUNDS] = "bounds", [S_EXISTING] = "existing",
+    [S_READ_RANGE] = "range read",
 };
 
 struct _mx_mailbox_t {
@@ -520,6 +526,107 @@ mx_mailbox_read (mx_mailbox_t *self, int64_t id, size_t max_bytes,
     *xml = args.xml;
     *size = args.size;
     return 1;
+}
+
+typedef struct {
+    long long from, to;
+    long long max_bytes;
+    mx_mailbox_text_t *rows;
+    size_t count;
+} s_read_range_t;
+
+static void
+s_read_range_reset (s_read_range_t *args)
+{
+    for (size_t i = 0; i < args->count; i++)
+        free (args->rows [i].xml);
+    free (args->rows);
+    args->rows = NULL;
+    args->count = 0;
+}
+
+static int
+s_read_range (mx_mailbox_t *self, void *args_, char **error)
+{
+    s_read_range_t *args = (s_read_range_t *) args_;
+    s_read_range_reset (args);
+    MYSQL_BIND params [3];
+    s_bind_longlong (&params [0], &args->max_bytes, NULL);
+    s_bind_longlong (&params [1], &args->from, NULL);
+    s_bind_longlong (&params [2], &args->to, NULL);
+    MYSQL_STMT *stmt = s_execute (self, S_READ_RANGE, params, error);
+    if (!stmt)
+        return -1;
+    long long id = 0, length = 0;
+    unsigned long text_length = 0;
+    my_bool id_null = 0, length_null = 0, text_null = 0, text_error = 0;
+    MYSQL_BIND result [3];
+    s_bind_longlong (&result [0], &id, &id_null);
+    s_bind_longlong (&result [1], &length, &length_null);
+    memset (&result [2], 0, sizeof result [2]);
+    result [2].buffer_type = MYSQL_TYPE_STRING;
+    result [2].length = &text_length;
+    result [2].is_null = &text_null;
+    result [2].error = &text_error;
+    int rc = mysql_stmt_bind_result (stmt, result) ? s_stmt_failed (self, stmt, S_READ_RANGE, error) : 0;
+    size_t capacity = (size_t) (args->to - args->from + 1);
+    args->rows = (mx_mailbox_text_t *) calloc (capacity ? capacity : 1, sizeof (mx_mailbox_text_t));
+    while (rc == 0) {
+        int fetched = mysql_stmt_fetch (stmt);
+        if (fetched == MYSQL_NO_DATA)
+            break;
+        if (fetched != 0 && fetched != MYSQL_DATA_TRUNCATED) {
+            rc = s_stmt_failed (self, stmt, S_READ_RANGE, error);
+            break;
+        }
+        assert (args->count < capacity);
+        mx_mailbox_text_t *row = &args->rows [args->count++];
+        row->id = id;
+        row->size = length_null ? 0 : (size_t) length;
+        if (text_null && !length_null)
+            continue;                   //  oversized: length only
+        text_length = text_null ? 0 : text_length;
+        row->xml = (char *) malloc ((size_t) text_length + 1);
+        if (!row->xml) {
+            s_set_error (error, "mailbox range read: out of memory for %lu bytes", text_length);
+            rc = -1;
+            break;
+        }
+        if (text_length > 0) {
+            MYSQL_BIND column;
+            memset (&column, 0, sizeof column);
+            column.buffer_type = MYSQL_TYPE_STRING;
+            column.buffer = row->xml;
+            column.buffer_length = text_length;
+            column.length = &text_length;
+            if (mysql_stmt_fetch_column (stmt, &column, 2, 0)) {
+                rc = s_stmt_failed (self, stmt, S_READ_RANGE, error);
+                break;
+            }
+        }
+        row->xml [text_length] = '\0';
+        row->size = (size_t) text_length;
+    }
+    mysql_stmt_free_result (stmt);
+    if (rc)
+        s_read_range_reset (args);
+    return rc;
+}
+
+int
+mx_mailbox_read_range (mx_mailbox_t *self, int64_t from, int64_t to, size_t max_bytes,
+                       mx_mailbox_text_t **rows, size_t *count, char **error)
+{
+    assert (self && rows && count);
+    assert (from <= to);
+    s_read_range_t args = {
+        .from = from, .to = to,
+        .max_bytes = max_bytes > (size_t) LLONG_MAX ? LLONG_MAX : (long long) max_bytes
+    };
+    int rc = s_run (self, s_read_range, &args, S_RETRY_ONCE, error);
+    *rows = args.rows;
+    *count = args.count;
+    return rc;
 }
 
 typedef struct {

@@ -94,4 +94,16 @@ int
 bool
     mx_mailbox_connected (mx_mailbox_t *self);
 
+//  Raw text of every row with from <= CMINMSGS_ID <= to, ascending, in one
+//  query (the processor's batches). *rows is malloc'd (free each xml, then
+//  the array); a row larger than max_bytes has xml NULL and its real size.
+typedef struct {
+    int64_t id;
+    char *xml;
+    size_t size;
+} mx_mailbox_text_t;
+
+int mx_mailbox_read_range (mx_mailbox_t *self, int64_t from, int64_t to, size_t max_bytes,
+                           mx_mailbox_text_t **rows, size_t *count, char **error);
+
 #endif

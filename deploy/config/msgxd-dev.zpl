@@ -40,7 +40,7 @@ msgx
         backfill-backoff-cap = 15m          # upper bound of the backfill retry delay
         delivery-batch = 100                # KAFKA:msg events per delivery batch
         delivery-drain-rounds = 10          # delivery batches per wake-up
-        process-batch = 100                 # messages applied in one transaction, a savepoint each
+        process-batch = 500                 # messages applied in one transaction, a savepoint each
         cutover-watermark = ""              # empty = no seeding; min, zero, max or an ID
         late-detect-period = 0              # late-arrival check of released holes; 0 = off
         late-detect-batch = 100             # released holes per late-arrival round

@@ -43,7 +43,7 @@ msgx
         backfill-backoff-cap = 15m
         delivery-batch = 100
         delivery-drain-rounds = 10
-        process-batch = 100                 # messages applied in one transaction, a savepoint each
+        process-batch = 500                 # messages applied in one transaction, a savepoint each
         cutover-watermark = ""              # set once for the first start (min, zero, max, ID)
         late-detect-period = 5m             # watch released holes for late commits
         late-detect-batch = 100

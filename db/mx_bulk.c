@@ -1,0 +1,248 @@
+/*  mx_bulk - see mx_bulk.h.  */
+#include "mx_bulk.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mx_pg.h"
+
+#define TS(n) "to_timestamp ($" #n "::bigint / 1000.0)"
+
+char *
+mx_bulk_text_array (const char *const *values, size_t count)
+{
+    size_t size = 3;
+    for (size_t i = 0; i < count; i++)
+        size += values [i] ? 2 * strlen (values [i]) + 3 : 5;
+    char *text = (char *) malloc (size);
+    assert (text);
+    char *out = text;
+    *out++ = '{';
+    for (size_t i = 0; i < count; i++) {
+        if (i)
+            *out++ = ',';
+        if (!values [i]) {
+            memcpy (out, "NULL", 4);
+            out += 4;
+            continue;
+        }
+        *out++ = '"';
+        for (const char *in = values [i]; *in; in++) {
+            if (*in == '"' || *in == '\\')
+                *out++ = '\\';
+            *out++ = *in;
+        }
+        *out++ = '"';
+    }
+    *out++ = '}';
+    *out = 0;
+    return text;
+}
+
+char *
+mx_bulk_int_array (const int64_t *values, size_t count)
+{
+    size_t size = 3 + count * 21;
+    char *text = (char *) malloc (size);
+    assert (text);
+    size_t used = 0;
+    text [used++] = '{';
+    for (size_t i = 0; i < count; i++)
+        used += (size_t) snprintf (text + used, size - used, "%s%" PRId64, i ? "," : "", values [i]);
+    text [used++] = '}';
+    text [used] = 0;
+    return text;
+}
+
+int
+mx_bulk_start (PGconn *conn, const int64_t *ids, size_t count, int64_t now_ms,
+               int *states, int *attempts, char **error)
+{
+    char *id_array = mx_bulk_int_array (ids, count);
+    char now [MX_PG_INT64_BUFSIZE];
+    const char *params [] = { id_array, mx_pg_int64_text (now_ms, now) };
+    PGresult *res = NULL;
+    int rc = mx_pg_exec (conn,
+        "WITH started AS ("
+        "  UPDATE proc_state SET processing_started_at = " TS (2)
+        "  WHERE msg_id = ANY ($1::bigint[]) AND processing_started_at IS NULL"
+        "  AND state IN ('PENDING', 'FAILED'))"
+        " SELECT msg_id, state, attempts FROM proc_state WHERE msg_id = ANY ($1::bigint[])",
+        2, params, &res, error);
+    free (id_array);
+    if (rc)
+        return -1;
+    static const char *names [] = { "PENDING", "FAILED", "SUCCEEDED", "SKIPPED", "DEAD" };
+    for (size_t i = 0; i < count; i++)
+        states [i] = -1;
+    for (int row = 0; row < PQntuples (res); row++) {
+        int64_t id = mx_pg_get_int64 (res, row, 0);
+        for (size_t i = 0; i < count; i++)
+            if (ids [i] == id) {
+                for (int s = 0; s < 5; s++)
+                    if (strcmp (PQgetvalue (res, row, 1), names [s]) == 0)
+                        states [i] = s;
+                attempts [i] = (int) mx_pg_get_int64 (res, row, 2);
+            }
+    }
+    PQclear (res);
+    return 0;
+}
+
+int
+mx_bulk_bind_identities (PGconn *conn, const int64_t *ids, const char *const *keys, size_t count,
+                         int64_t now_ms, int64_t *holders, char **error)
+{
+    char *id_array = mx_bulk_int_array (ids, count);
+    char *key_array = mx_bulk_text_array (keys, count);
+    char now [MX_PG_INT64_BUFSIZE];
+    const char *params [] = { id_array, key_array, mx_pg_int64_text (now_ms, now) };
+    PGresult *res = NULL;
+    //  Rows go in msg_id order, so within the batch the earliest message
+    //  takes a repeated key; the identity table outlives archiving.
+    int rc = mx_pg_exec (conn,
+        "WITH wanted AS (SELECT * FROM unnest ($1::bigint[], $2::text[]) WITH ORDINALITY AS w (msg_id, key, ord)),"
+        " claimed AS ("
+        "  INSERT INTO identity (identity_key, msg_id, bound_at)"
+        "  SELECT key, msg_id, " TS (3) " FROM wanted ORDER BY ord"
+        "  ON CONFLICT (identity_key) DO NOTHING RETURNING identity_key, msg_id),"
+        " holder AS ("
+        "  SELECT w.ord, w.msg_id, coalesce (c.msg_id, i.msg_id) AS holder, w.key FROM wanted w"
+        "  LEFT JOIN claimed c ON c.identity_key = w.key"
+        "  LEFT JOIN identity i ON i.identity_key = w.key),"
+        " recorded AS ("
+        "  UPDATE proc_state p SET identity_key = h.key, updated_at = " TS (3)
+        "  FROM holder h WHERE p.msg_id = h.msg_id AND h.holder = h.msg_id AND p.identity_key IS NULL)"
+        " SELECT ord, holder FROM holder ORDER BY ord",
+        3, params, &res, error);
+    free (id_array);
+    free (key_array);
+    if (rc)
+        return -1;
+    if ((size_t) PQntuples (res) != count) {
+        PQclear (res);
+        *error = strdup ("identity binding returned the wrong number of rows");
+        return -1;
+    }
+    for (size_t i = 0; i < count; i++)
+        holders [i] = mx_pg_get_int64 (res, (int) i, 1);
+    PQclear (res);
+    return 0;
+}
+
+int
+mx_bulk_finish (PGconn *conn, const mx_bulk_terminal_t *rows, size_t count, int64_t now_ms, char **error)
+{
+    if (count == 0)
+        return 0;
+    int64_t *ids = (int64_t *) calloc (count, sizeof (int64_t));
+    const char **states = (const char **) calloc (count, sizeof (char *));
+    const char **classes = (const char **) calloc (count, sizeof (char *));
+    const char **errors = (const char **) calloc (count, sizeof (char *));
+    const char **outcomes = (const char **) calloc (count, sizeof (char *));
+    const char **types = (const char **) calloc (count, sizeof (char *));
+    const char **styps = (const char **) calloc (count, sizeof (char *));
+    for (size_t i = 0; i < count; i++) {
+        ids [i] = rows [i].msg_id;
+        states [i] = mx_state_name (rows [i].state);
+        classes [i] = rows [i].error_class == MX_ERR_NONE ? NULL : mx_error_class_name (rows [i].error_class);
+        errors [i] = rows [i].last_error;
+        outcomes [i] = rows [i].outcome;
+        types [i] = rows [i].type;
+        styps [i] = rows [i].styp;
+    }
+    char *arrays [7] = {
+        mx_bulk_int_array (ids, count), mx_bulk_text_array (states, count), mx_bulk_text_array (classes, count),
+        mx_bulk_text_array (errors, count), mx_bulk_text_array (outcomes, count),
+        mx_bulk_text_array (types, count), mx_bulk_text_array (styps, count)
+    };
+    char now [MX_PG_INT64_BUFSIZE];
+    const char *params [] = {
+        arrays [0], arrays [1], arrays [2], arrays [3], arrays [4], arrays [5], arrays [6],
+        mx_pg_int64_text (now_ms, now)
+    };
+    PGresult *res = NULL;
+    //  Each row: terminal state and backfill intent together, as the
+    //  single-message UPDATE does.
+    int rc = mx_pg_exec (conn,
+        "UPDATE proc_state p SET state = t.state, error_class = t.class,"
+        " last_error = coalesce (t.error, p.last_error), outcome = t.outcome,"
+        " msg_type = coalesce (t.type, p.msg_type), msg_styp = coalesce (t.styp, p.msg_styp),"
+        " next_attempt_at = NULL, finished_at = " TS (8) ", updated_at = " TS (8) ", backfill_next_at = " TS (8)
+        " FROM unnest ($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])"
+        "   AS t (msg_id, state, class, error, outcome, type, styp)"
+        " WHERE p.msg_id = t.msg_id AND p.state IN ('PENDING', 'FAILED')",
+        8, params, &res, error);
+    for (int i = 0; i < 7; i++)
+        free (arrays [i]);
+    free (ids);
+    free (states);
+    free (classes);
+    free (errors);
+    free (outcomes);
+    free (types);
+    free (styps);
+    if (rc)
+        return -1;
+    int updated = atoi (PQcmdTuples (res));
+    PQclear (res);
+    if ((size_t) updated != count) {
+        if (asprintf (error, "terminal update changed %d rows, expected %zu", updated, count) < 0)
+            *error = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+int
+mx_bulk_events (PGconn *conn, const mx_bulk_event_t *events, size_t count, int64_t now_ms, char **error)
+{
+    if (count == 0)
+        return 0;
+    const char **targets = (const char **) calloc (count, sizeof (char *));
+    const char **types = (const char **) calloc (count, sizeof (char *));
+    const char **payloads = (const char **) calloc (count, sizeof (char *));
+    int64_t *flids = (int64_t *) calloc (count, sizeof (int64_t));
+    int64_t *versions = (int64_t *) calloc (count, sizeof (int64_t));
+    int64_t *msg_ids = (int64_t *) calloc (count, sizeof (int64_t));
+    for (size_t i = 0; i < count; i++) {
+        targets [i] = events [i].target == MX_TARGET_MSG ? "KAFKA:msg" : "KAFKA:schd";
+        types [i] = events [i].type == MX_EVENT_UPSERT ? "UPSERT" : "TOMBSTONE";
+        payloads [i] = events [i].payload;
+        flids [i] = events [i].flid;
+        versions [i] = events [i].state_version;
+        msg_ids [i] = events [i].msg_id;
+    }
+    char *arrays [6] = {
+        mx_bulk_text_array (targets, count), mx_bulk_text_array (types, count), mx_bulk_int_array (flids, count),
+        mx_bulk_int_array (versions, count), mx_bulk_int_array (msg_ids, count), mx_bulk_text_array (payloads, count)
+    };
+    char now [MX_PG_INT64_BUFSIZE];
+    const char *params [] = { arrays [0], arrays [1], arrays [2], arrays [3], arrays [4], arrays [5],
+                              mx_pg_int64_text (now_ms, now) };
+    //  Ids are drawn in the rows' order (the inner ORDER BY runs before the
+    //  outer nextval), so delivery order is the order of the batch.
+    int rc = mx_pg_exec (conn,
+        "INSERT INTO msg_event (event_id, target, partition_key, event_type, flid, state_version,"
+        " msg_id, payload, created_at)"
+        " SELECT id, target, flid::text, type, flid, version, nullif (msg_id, 0),"
+        "  CASE WHEN left (payload, 14) = '{\"event_id\":0,'"
+        "       THEN '{\"event_id\":' || id || ',' || substr (payload, 15) ELSE payload END, " TS (7)
+        " FROM (SELECT nextval (pg_get_serial_sequence ('msg_event', 'event_id')) AS id, t.* FROM ("
+        "   SELECT * FROM unnest ($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::text[])"
+        "   WITH ORDINALITY AS u (target, type, flid, version, msg_id, payload, ord) ORDER BY ord) t) n"
+        " ORDER BY id",
+        7, params, NULL, error);
+    for (int i = 0; i < 6; i++)
+        free (arrays [i]);
+    free (targets);
+    free (types);
+    free (payloads);
+    free (flids);
+    free (versions);
+    free (msg_ids);
+    return rc;
+}

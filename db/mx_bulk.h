@@ -1,0 +1,59 @@
+/*  mx_bulk - the processor's batch statements: one round trip for many
+    messages (array parameters), inside the caller's transaction.
+    Times are UTC epoch ms. Returns 0 / -1 with *error (malloc'd line).
+*/
+#ifndef MX_BULK_H_INCLUDED
+#define MX_BULK_H_INCLUDED
+
+#include <libpq-fe.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mx_flight_repo.h"
+#include "mx_procstate.h"
+
+//  A PostgreSQL array literal of values (NULL entries stay NULL). malloc'd.
+char *mx_bulk_text_array (const char *const *values, size_t count);
+char *mx_bulk_int_array (const int64_t *values, size_t count);
+
+//  Mark the batch started (processing_started_at, first time only) and
+//  read each row's state and attempts, in msg_id order of ids. Rows not
+//  PENDING/FAILED are reported with their state. state/attempts arrays are
+//  filled per index of ids; a missing row gets state -1.
+int mx_bulk_start (PGconn *conn, const int64_t *ids, size_t count, int64_t now_ms,
+                   int *states, int *attempts, char **error);
+
+//  Bind identities (the keys of messages in msg_id order): holders [i]
+//  gets the msg_id holding keys [i] afterwards (ids [i] itself, or an
+//  earlier message). One statement.
+int mx_bulk_bind_identities (PGconn *conn, const int64_t *ids, const char *const *keys, size_t count,
+                             int64_t now_ms, int64_t *holders, char **error);
+
+typedef struct {
+    int64_t msg_id;
+    mx_state_t state;                   //  SUCCEEDED / SKIPPED / DEAD
+    mx_error_class_t error_class;
+    const char *last_error;             //  may be NULL
+    const char *outcome;                //  may be NULL
+    const char *type, *styp;            //  META, may be NULL
+} mx_bulk_terminal_t;
+
+//  Terminal states with their backfill intent, one UPDATE for all.
+int mx_bulk_finish (PGconn *conn, const mx_bulk_terminal_t *rows, size_t count, int64_t now_ms,
+                    char **error);
+
+typedef struct {
+    mx_target_t target;
+    mx_event_type_t type;
+    int64_t flid;
+    int64_t state_version;
+    int64_t msg_id;
+    const char *payload;                //  NULL: null value (tombstone on KAFKA:schd)
+} mx_bulk_event_t;
+
+//  Outbox rows in the given order (event ids ascending in that order); a
+//  payload starting {"event_id":0, gets its event id written there.
+int mx_bulk_events (PGconn *conn, const mx_bulk_event_t *events, size_t count, int64_t now_ms,
+                    char **error);
+
+#endif
