@@ -24,6 +24,9 @@ typedef struct {
     //  ("inproc://<scope>/processor"), so two instances in one process
     //  (tests) never meet.
     const char *scope;
+    //  Effective Kafka bootstrap servers: the configured brokers, or the
+    //  embedded mock cluster's address in the dev profile.
+    const char *kafka_bootstrap;
 } mx_actor_args_t;
 
 //  The inproc endpoint of an actor's data socket.

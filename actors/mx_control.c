@@ -139,6 +139,7 @@ s_children_start (s_control_t *self, char **error)
         child->args.config = self->config;
         child->args.clock = self->clock;
         child->args.scope = self->scope;
+        child->args.kafka_bootstrap = self->args->kafka_bootstrap;
         char *detail = NULL;
         char *why = NULL;
         child->actor = mx_actor_start (self->args->children [i].fn, &child->args,
@@ -613,7 +614,8 @@ s_handle_pipe (s_control_t *self)
     mx_cmd_done (&rest);
 }
 
-//  Children report fatal failures, W moves and admin replies.
+//  Children report fatal failures, W moves, committed events, owed marks
+//  and admin replies; control passes each to whoever acts on it.
 static void
 s_handle_child (s_control_t *self, s_child_t *child)
 {
@@ -626,6 +628,28 @@ s_handle_child (s_control_t *self, s_child_t *child)
         s_child_t *pump = s_child (self, "pump");
         if (pump)
             mx_cmd_send (zactor_sock (pump->actor), MX_CMD_WAKE);
+        return;
+    }
+    if (cmd == MX_CMD_EVENTS_COMMITTED) {
+        mx_cmd_done (&rest);
+        const char *targets [] = { "dispatcher", "schd-aggregator" };
+        for (size_t i = 0; i < 2; i++) {
+            s_child_t *target = s_child (self, targets [i]);
+            if (target)
+                mx_cmd_send (zactor_sock (target->actor), MX_CMD_EVENTS_COMMITTED);
+        }
+        return;
+    }
+    if (cmd == MX_CMD_MARKS_OWED) {
+        char *from = mx_cmd_pop_str (rest);
+        char *to = mx_cmd_pop_str (rest);
+        mx_cmd_done (&rest);
+        s_child_t *backfill = s_child (self, "backfill");
+        if (backfill)
+            mx_cmd_send (zactor_sock (backfill->actor), MX_CMD_MARKS_OWED,
+                         strtoull (from, NULL, 10), strtoull (to, NULL, 10));
+        free (from);
+        free (to);
         return;
     }
     if (cmd == MX_CMD_ADMIN_REPLY) {

@@ -23,6 +23,7 @@ typedef struct {
     const mx_actor_def_t *children;     //  start order
     size_t child_count;
     const char *kafka_description;      //  for status; e.g. "embedded mock cluster at ..."
+    const char *kafka_bootstrap;        //  effective bootstrap servers, handed to the children
 } mx_control_args_t;
 
 //  zactor function; args is an mx_control_args_t owned by the caller.

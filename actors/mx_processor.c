@@ -1052,6 +1052,7 @@ s_process_batch (s_processor_t *self, int64_t head)
         if (extend && done == count && count < limit)
             count += s_next_ready (self, ids [count - 1], ids + count, limit - count);
     }
+    int64_t last = done ? ids [done - 1] : head;
     free (ids);
     if (broken) {
         char *ignored = NULL;
@@ -1066,6 +1067,11 @@ s_process_batch (s_processor_t *self, int64_t head)
     }
     self->transactions++;
     self->processed += done;
+    //  Wake delivery and backfill: the events and marks of this batch are
+    //  committed now.
+    mx_cmd_send (self->pipe, MX_CMD_EVENTS_COMMITTED);
+    if (done > 0)
+        mx_cmd_send (self->pipe, MX_CMD_MARKS_OWED, (uint64_t) head, (uint64_t) last);
     if (done > 1)
         mx_log_emit (MX_LOG_DEBUG, ACTOR, json_pack ("{s:I,s:i}", "msg_id", (json_int_t) head, "batch", (int) done),
                      "applied %zu messages in one transaction", done);

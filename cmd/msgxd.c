@@ -155,7 +155,8 @@ main (int argc, char **argv)
         .clock = clock,
         .children = mx_pipeline_actors,
         .child_count = mx_pipeline_actor_count,
-        .kafka_description = kafka_description
+        .kafka_description = kafka_description,
+        .kafka_bootstrap = kafka ? mx_kafka_embedded_bootstraps (kafka) : config->kafka_bootstrap_servers
     };
     char *detail = NULL, *error = NULL;
     zactor_t *control = mx_actor_start (mx_control_actor, &control_args, 10000, &detail, &error);
