@@ -240,7 +240,7 @@ test_active_starts_children_in_order_and_stops_in_reverse (void **state)
 {
     fixture_t *fx = *state;
     mx_config_t *config = s_config (fx, "a", NULL);
-    mx_control_args_t args = { config, fx->clock, s_children, 3, "test kafka" };
+    mx_control_args_t args = { config, fx->clock, s_children, 3, "test kafka", NULL };
     zactor_t *control = s_control_start (&args);
 
     json_t *status = s_status (config);
@@ -275,7 +275,7 @@ test_migrations_applied_once_under_the_lock (void **state)
 {
     fixture_t *fx = *state;
     mx_config_t *config = s_config (fx, "m", NULL);
-    mx_control_args_t args = { config, fx->clock, s_children, 0, NULL };
+    mx_control_args_t args = { config, fx->clock, s_children, 0, NULL, NULL };
     for (int round = 0; round < 2; round++) {
         zactor_t *control = s_control_start (&args);
         json_t *status = s_status (config);
@@ -302,8 +302,8 @@ test_standby_takes_over_when_active_goes (void **state)
     mx_config_t *config_b = s_config (fx, "b", NULL);
     const mx_actor_def_t only_alpha [] = { { "alpha", s_recording_actor, false } };
     const mx_actor_def_t only_beta [] = { { "beta", s_recording_actor, false } };
-    mx_control_args_t args_a = { config_a, fx->clock, only_alpha, 1, NULL };
-    mx_control_args_t args_b = { config_b, fx->clock, only_beta, 1, NULL };
+    mx_control_args_t args_a = { config_a, fx->clock, only_alpha, 1, NULL, NULL };
+    mx_control_args_t args_b = { config_b, fx->clock, only_beta, 1, NULL, NULL };
 
     zactor_t *a = s_control_start (&args_a);
     //  START_OK comes before the lock attempt; a status reply comes after.
@@ -342,7 +342,7 @@ test_child_start_failure_stops_the_started_in_reverse (void **state)
 {
     fixture_t *fx = *state;
     mx_config_t *config = s_config (fx, "f", NULL);
-    mx_control_args_t args = { config, fx->clock, s_children, 3, NULL };
+    mx_control_args_t args = { config, fx->clock, s_children, 3, NULL, NULL };
     pthread_mutex_lock (&s_rec.lock);
     s_rec.fail_start = "beta";
     pthread_mutex_unlock (&s_rec.lock);
@@ -370,7 +370,7 @@ test_pause_and_resume_reach_every_child (void **state)
 {
     fixture_t *fx = *state;
     mx_config_t *config = s_config (fx, "p", NULL);
-    mx_control_args_t args = { config, fx->clock, s_children, 3, NULL };
+    mx_control_args_t args = { config, fx->clock, s_children, 3, NULL, NULL };
     zactor_t *control = s_control_start (&args);
     char *payload = NULL;
     char *verdict = s_admin (config, "pause", "{}", &payload);
@@ -403,7 +403,7 @@ test_autostart_false_starts_children_paused (void **state)
     fixture_t *fx = *state;
     mx_config_t *config = s_config (fx, "q", NULL);
     assert_int_equal (mx_config_set (config, "msgx.pipeline.autostart", "false", NULL), 0);
-    mx_control_args_t args = { config, fx->clock, s_children, 1, NULL };
+    mx_control_args_t args = { config, fx->clock, s_children, 1, NULL, NULL };
     zactor_t *control = s_control_start (&args);
     assert_true (s_record_wait ("alpha:PAUSE", 5000));
     json_t *status = s_status (config);
@@ -418,7 +418,7 @@ test_child_fatal_stops_everything (void **state)
 {
     fixture_t *fx = *state;
     mx_config_t *config = s_config (fx, "x", NULL);
-    mx_control_args_t args = { config, fx->clock, s_children, 3, NULL };
+    mx_control_args_t args = { config, fx->clock, s_children, 3, NULL, NULL };
     pthread_mutex_lock (&s_rec.lock);
     s_rec.fatal_on_pause = "beta";
     pthread_mutex_unlock (&s_rec.lock);
@@ -450,7 +450,7 @@ test_bad_admin_requests_are_refused_with_a_reason (void **state)
 {
     fixture_t *fx = *state;
     mx_config_t *config = s_config (fx, "r", NULL);
-    mx_control_args_t args = { config, fx->clock, s_children, 0, NULL };
+    mx_control_args_t args = { config, fx->clock, s_children, 0, NULL, NULL };
     zactor_t *control = s_control_start (&args);
     char *payload = NULL;
     char *verdict = s_admin (config, "explode", "{}", &payload);
@@ -476,7 +476,7 @@ test_admin_endpoint_in_use_refuses_start (void **state)
 {
     fixture_t *fx = *state;
     mx_config_t *config = s_config (fx, "same", NULL);
-    mx_control_args_t args = { config, fx->clock, s_children, 0, NULL };
+    mx_control_args_t args = { config, fx->clock, s_children, 0, NULL, NULL };
     zactor_t *first = s_control_start (&args);
     char *detail = NULL, *error = NULL;
     zactor_t *second = mx_actor_start (mx_control_actor, &args, 10000, &detail, &error);
@@ -496,7 +496,7 @@ test_unreachable_postgres_is_reported_not_hidden (void **state)
 {
     fixture_t *fx = *state;
     mx_config_t *config = s_config (fx, "u", "host=127.0.0.1 port=1 dbname=nothing connect_timeout=2");
-    mx_control_args_t args = { config, fx->clock, s_children, 1, NULL };
+    mx_control_args_t args = { config, fx->clock, s_children, 1, NULL, NULL };
     zactor_t *control = s_control_start (&args);
     json_t *status = s_status (config);
     assert_string_equal (json_string_value (json_object_get (status, "role")), "connecting");

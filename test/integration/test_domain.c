@@ -178,7 +178,7 @@ static const mx_actor_def_t s_pipeline [] = {
 static zactor_t *
 s_start (fixture_t *fx, mx_control_args_t *args)
 {
-    *args = (mx_control_args_t) { fx->config, fx->clock, s_pipeline, 3, "none" };
+    *args = (mx_control_args_t) { fx->config, fx->clock, s_pipeline, 3, "none", NULL };
     char *detail = NULL, *error = NULL;
     zactor_t *control = mx_actor_start (mx_control_actor, args, 10000, &detail, &error);
     if (!control)
