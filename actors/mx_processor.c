@@ -886,12 +886,19 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
 
     //  Writes: each touched flight once (its final state), the events in
     //  order, the snapshot log, and every terminal state with its intent.
-    for (s_slot_t *slot = (s_slot_t *) zhashx_first (slots); slot && rc == 0;
-         slot = (s_slot_t *) zhashx_next (slots)) {
-        if (!slot->now || (slot->before && slot->before->state_version == slot->now->state_version))
-            continue;
-        if (mx_flight_repo_save (self->pg, slot->before, slot->now, now, &error))
+    {
+        size_t slot_count = zhashx_size (slots), changed = 0;
+        const mx_flight_t **before = (const mx_flight_t **) calloc (slot_count + 1, sizeof (mx_flight_t *));
+        const mx_flight_t **after = (const mx_flight_t **) calloc (slot_count + 1, sizeof (mx_flight_t *));
+        for (s_slot_t *slot = (s_slot_t *) zhashx_first (slots); slot; slot = (s_slot_t *) zhashx_next (slots))
+            if (slot->now && (!slot->before || slot->before->state_version != slot->now->state_version)) {
+                before [changed] = slot->before;
+                after [changed++] = slot->now;
+            }
+        if (changed && mx_flight_repo_save_many (self->pg, before, after, changed, now, &error))
             rc = -1;
+        free (before);
+        free (after);
     }
     if (rc == 0) {
         size_t event_count = zlistx_size (events);

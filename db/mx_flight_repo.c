@@ -483,7 +483,8 @@ typedef struct {
 
 typedef struct {
     size_t count;
-    s_stmt_t stmts [S_BATCH_MAX];
+    size_t capacity;
+    s_stmt_t *stmts;
     size_t kept_count;
     size_t kept_size;
     char **kept;                            //  strings the batch frees
@@ -514,7 +515,11 @@ s_batch_int (s_batch_t *self, int64_t value)
 static const char **
 s_batch_add (s_batch_t *self, const char *sql, int nparams, bool one_row)
 {
-    assert (self->count < S_BATCH_MAX);
+    if (self->count == self->capacity) {
+        self->capacity = self->capacity ? 2 * self->capacity : S_BATCH_MAX;
+        self->stmts = (s_stmt_t *) realloc (self->stmts, self->capacity * sizeof (s_stmt_t));
+        assert (self->stmts);
+    }
     const char **values = (const char **) calloc ((size_t) nparams, sizeof (char *));
     assert (values);
     s_stmt_t *stmt = &self->stmts [self->count++];
@@ -533,6 +538,7 @@ s_batch_reset (s_batch_t *self)
     for (size_t i = 0; i < self->kept_count; i++)
         free (self->kept [i]);
     free (self->kept);
+    free (self->stmts);
     memset (self, 0, sizeof *self);
 }
 
@@ -764,15 +770,15 @@ s_differs (const mx_flight_t *before, const mx_flight_t *after, bool *set_change
     return differs;
 }
 
-int
-mx_flight_repo_save (PGconn *conn, const mx_flight_t *before, const mx_flight_t *after,
-                     int64_t now_ms, char **error)
+//  Adds the statements that take `before` to `after`; 0 when nothing
+//  differs, -1 on a refusal.
+static int
+s_batch_flight (s_batch_t *batch, const mx_flight_t *before, const mx_flight_t *after, int64_t now_ms,
+                char **error)
 {
-    assert (conn);
     assert (after);
     assert (after->extra);
     assert (!before || before->flid == after->flid);
-    pthread_once (&s_sql_once, s_sql_build);
     if (after->operation_day < 0) {
         s_error (error, "flight %" PRId64 ": operation day not derived", after->flid);
         return -1;
@@ -780,19 +786,42 @@ mx_flight_repo_save (PGconn *conn, const mx_flight_t *before, const mx_flight_t 
     bool set_changed [MX_SET_COUNT];
     if (before && !s_differs (before, after, set_changed))
         return 0;
+    if (before)
+        s_batch_update (batch, before, after, now_ms);
+    else
+        s_batch_insert (batch, after, now_ms);
+    for (int k = 0; k < MX_SET_COUNT; k++)
+        if ((before ? set_changed [k] : after->sets [k].count > 0)
+        &&  s_batch_set (batch, after, (mx_set_kind_t) k, before != NULL, error))
+            return -1;
+    return 0;
+}
 
+int
+mx_flight_repo_save (PGconn *conn, const mx_flight_t *before, const mx_flight_t *after,
+                     int64_t now_ms, char **error)
+{
+    return mx_flight_repo_save_many (conn, &before, &after, 1, now_ms, error);
+}
+
+int
+mx_flight_repo_save_many (PGconn *conn, const mx_flight_t *const *before, const mx_flight_t *const *after,
+                          size_t count, int64_t now_ms, char **error)
+{
+    assert (conn);
+    pthread_once (&s_sql_once, s_sql_build);
     s_batch_t batch;
     memset (&batch, 0, sizeof batch);
     int rc = 0;
-    if (before)
-        s_batch_update (&batch, before, after, now_ms);
-    else
-        s_batch_insert (&batch, after, now_ms);
-    for (int k = 0; k < MX_SET_COUNT && rc == 0; k++)
-        if (before ? set_changed [k] : after->sets [k].count > 0)
-            rc = s_batch_set (&batch, after, (mx_set_kind_t) k, before != NULL, error);
-    if (rc == 0)
-        rc = s_batch_run (conn, &batch, error);
+    //  One pipeline per few hundred statements: results are small, but a
+    //  bounded pipeline never has both sides' buffers full at once.
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        rc = s_batch_flight (&batch, before [i], after [i], now_ms, error);
+        if (rc == 0 && (batch.count >= 400 || i + 1 == count) && batch.count > 0) {
+            rc = s_batch_run (conn, &batch, error);
+            s_batch_reset (&batch);
+        }
+    }
     s_batch_reset (&batch);
     return rc;
 }

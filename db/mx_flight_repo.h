@@ -27,6 +27,12 @@ int mx_flight_repo_load (PGconn *conn, const int64_t *flids, size_t count, bool 
 int mx_flight_repo_save (PGconn *conn, const mx_flight_t *before, const mx_flight_t *after,
                          int64_t now_ms, char **error);
 
+//  The same for many flights (before [i] NULL = new), sent as pipelines of
+//  a few hundred statements: one round trip per pipeline.
+int mx_flight_repo_save_many (PGconn *conn, const mx_flight_t *const *before,
+                              const mx_flight_t *const *after, size_t count,
+                              int64_t now_ms, char **error);
+
 typedef enum { MX_TARGET_MSG, MX_TARGET_SCHD } mx_target_t;
 typedef enum { MX_EVENT_UPSERT, MX_EVENT_TOMBSTONE } mx_event_type_t;
 
