@@ -1267,6 +1267,14 @@ mx_config_validate (const mx_config_t *self, zlist_t *errors)
     &&  self->kafka_delivery_timeout <= self->kafka_linger_ms)
         s_problem (self, problems, S_IDX (kafka_delivery_timeout),
                    "must be more than msgx.kafka.linger-ms");
+    s_int_range (self, problems, S_IDX (delivery_max_attempts), 1, INT32_MAX);
+    if (self->delivery_backoff.count == 0)
+        s_problem (self, problems, S_IDX (delivery_backoff), "needs at least one delay, e.g. 1s,5s,30s,1m");
+    for (size_t i = 0; i < self->delivery_backoff.count; i++)
+        if (self->delivery_backoff.items [i] <= 0) {
+            s_problem (self, problems, S_IDX (delivery_backoff), "every delay must be more than 0");
+            break;
+        }
 
     //  Endpoints
     s_check_http_bind (self, problems);

@@ -83,6 +83,9 @@ msgx
         max-in-flight = 5                   # 1..5
         linger-ms = 5                       # producer linger
         delivery-timeout = 30s              # delivery report arrives within this
+    delivery
+        max-attempts = 10                   # delivery attempts before an event stays DEAD
+        backoff = 1s,5s,30s,1m              # delivery retry delays; the last repeats
 
     http
         bind = 127.0.0.1:8080               # compat entry, /health, /metrics

@@ -86,6 +86,9 @@ msgx
         max-in-flight = 5                   # 1..5
         linger-ms = 5
         delivery-timeout = 30s
+    delivery
+        max-attempts = 10                   # then the event stays DEAD (dead-letter record)
+        backoff = 1s,5s,30s,1m              # delivery retry delays; the last repeats
 
     http
         bind = 0.0.0.0:8080                 # compat entry, /health, /metrics

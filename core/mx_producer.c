@@ -1,0 +1,299 @@
+/*  mx_producer - see mx_producer.h.  */
+#include "mx_producer.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <librdkafka/rdkafka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mx_log.h"
+
+struct _mx_producer_t {
+    char *name;                         //  the owning actor, for logs
+    rd_kafka_t *handle;
+    rd_kafka_queue_t *queue;            //  main queue: reports and errors
+    int fds [2];                        //  librdkafka writes [1], the owner polls [0]
+    size_t outstanding;
+    char *fatal;                        //  reason of a fatal error, NULL while usable
+    char *last_error;                   //  logged once until it changes
+};
+
+static void
+s_log_cb (const rd_kafka_t *rk, int level, const char *facility, const char *text)
+{
+    const mx_producer_t *self = (const mx_producer_t *) rd_kafka_opaque (rk);
+    //  Problems worth a look also come as error events (logged once per
+    //  text in the owner's thread); the rest is for debugging.
+    mx_log_emit (level <= 3 ? MX_LOG_WARN : MX_LOG_DEBUG, self ? self->name : "kafka",
+                 json_pack ("{s:s}", "facility", facility), "kafka: %s", text);
+}
+
+static int
+s_set (rd_kafka_conf_t *conf, const char *name, const char *value, char **error)
+{
+    char errstr [512];
+    if (rd_kafka_conf_set (conf, name, value, errstr, sizeof errstr) == RD_KAFKA_CONF_OK)
+        return 0;
+    *error = zsys_sprintf ("Kafka producer setting %s=%s refused: %s", name, value, errstr);
+    return -1;
+}
+
+//  The settings that keep one key's messages in order and acknowledged by
+//  every in-sync replica are not negotiable.
+static int
+s_check_safety (const mx_config_t *config, char **error)
+{
+    if (strcmp (config->kafka_acks, "all") != 0 && strcmp (config->kafka_acks, "-1") != 0)
+        *error = zsys_sprintf ("msgx.kafka.acks=%s weakens delivery: only all (-1) is allowed", config->kafka_acks);
+    else
+    if (!config->kafka_enable_idempotence)
+        *error = strdup ("msgx.kafka.enable-idempotence=false weakens delivery: it must be true");
+    else
+    if (config->kafka_max_in_flight < 1 || config->kafka_max_in_flight > 5)
+        *error = zsys_sprintf ("msgx.kafka.max-in-flight=%" PRId64 " would break ordering: it must be 1..5",
+                               config->kafka_max_in_flight);
+    else
+        return 0;
+    return -1;
+}
+
+//  Read back what librdkafka made of the settings, in case a default or an
+//  alias changed them.
+static int
+s_verify (rd_kafka_t *handle, char **error)
+{
+    const rd_kafka_conf_t *conf = rd_kafka_conf (handle);
+    const char *names [] = { "enable.idempotence", "acks", "max.in.flight.requests.per.connection" };
+    char values [3][64];
+    for (int i = 0; i < 3; i++) {
+        size_t size = sizeof values [i];
+        if (rd_kafka_conf_get (conf, names [i], values [i], &size) != RD_KAFKA_CONF_OK) {
+            *error = zsys_sprintf ("cannot read back the Kafka producer setting %s", names [i]);
+            return -1;
+        }
+    }
+    long in_flight = strtol (values [2], NULL, 10);
+    if (strcmp (values [0], "true") != 0 || (strcmp (values [1], "-1") != 0 && strcmp (values [1], "all") != 0)
+    ||  in_flight < 1 || in_flight > 5) {
+        *error = zsys_sprintf ("the Kafka producer runs with enable.idempotence=%s acks=%s max.in.flight=%s:"
+                               " weaker than required", values [0], values [1], values [2]);
+        return -1;
+    }
+    return 0;
+}
+
+mx_producer_t *
+mx_producer_new (const mx_config_t *config, const char *bootstrap, const char *client_id, char **error)
+{
+    assert (config && client_id && error);
+    *error = NULL;
+    if (!bootstrap || !*bootstrap) {
+        *error = strdup ("no Kafka bootstrap servers");
+        return NULL;
+    }
+    if (s_check_safety (config, error))
+        return NULL;
+    mx_producer_t *self = (mx_producer_t *) zmalloc (sizeof (mx_producer_t));
+    self->name = strdup (client_id);
+    self->fds [0] = self->fds [1] = -1;
+    char client [256], in_flight [24], linger [24], timeout [24];
+    snprintf (client, sizeof client, "msgxd-%s", client_id);
+    snprintf (in_flight, sizeof in_flight, "%" PRId64, config->kafka_max_in_flight);
+    snprintf (linger, sizeof linger, "%" PRId64, config->kafka_linger_ms);
+    snprintf (timeout, sizeof timeout, "%" PRId64, config->kafka_delivery_timeout);
+    rd_kafka_conf_t *conf = rd_kafka_conf_new ();
+    const char *settings [][2] = {
+        { "bootstrap.servers", bootstrap },
+        { "client.id", client },
+        { "enable.idempotence", "true" },
+        { "acks", "all" },
+        { "max.in.flight.requests.per.connection", in_flight },
+        { "linger.ms", linger },
+        //  The bound on every wait for a report.
+        { "message.timeout.ms", timeout },
+    };
+    for (size_t i = 0; i < sizeof settings / sizeof settings [0]; i++)
+        if (s_set (conf, settings [i][0], settings [i][1], error)) {
+            rd_kafka_conf_destroy (conf);
+            mx_producer_destroy (&self);
+            return NULL;
+        }
+    rd_kafka_conf_set_log_cb (conf, s_log_cb);
+    rd_kafka_conf_set_opaque (conf, self);
+    rd_kafka_conf_set_events (conf, RD_KAFKA_EVENT_DR | RD_KAFKA_EVENT_ERROR);
+    char errstr [512];
+    self->handle = rd_kafka_new (RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
+    if (!self->handle) {
+        rd_kafka_conf_destroy (conf);
+        *error = zsys_sprintf ("cannot create the Kafka producer: %s", errstr);
+        mx_producer_destroy (&self);
+        return NULL;
+    }
+    if (s_verify (self->handle, error)) {
+        mx_producer_destroy (&self);
+        return NULL;
+    }
+    if (pipe2 (self->fds, O_NONBLOCK | O_CLOEXEC) != 0) {
+        *error = zsys_sprintf ("cannot create the Kafka report pipe: %s", strerror (errno));
+        mx_producer_destroy (&self);
+        return NULL;
+    }
+    self->queue = rd_kafka_queue_get_main (self->handle);
+    rd_kafka_queue_io_event_enable (self->queue, self->fds [1], "1", 1);
+    return self;
+}
+
+void
+mx_producer_destroy (mx_producer_t **self_p)
+{
+    assert (self_p);
+    mx_producer_t *self = *self_p;
+    if (!self)
+        return;
+    if (self->queue) {
+        rd_kafka_queue_io_event_enable (self->queue, -1, NULL, 0);
+        rd_kafka_queue_destroy (self->queue);
+    }
+    if (self->handle) {
+        //  Whatever was not acknowledged stays owed by the caller (PENDING
+        //  in the outbox): drop it instead of waiting for it.
+        rd_kafka_purge (self->handle, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        rd_kafka_destroy (self->handle);
+    }
+    for (int i = 0; i < 2; i++)
+        if (self->fds [i] >= 0)
+            close (self->fds [i]);
+    free (self->name);
+    free (self->fatal);
+    free (self->last_error);
+    free (self);
+    *self_p = NULL;
+}
+
+int
+mx_producer_fd (mx_producer_t *self)
+{
+    assert (self);
+    return self->fds [0];
+}
+
+int
+mx_producer_send (mx_producer_t *self, const char *topic, const char *key, const char *value,
+                  const mx_producer_header_t *headers, size_t header_count, uint64_t tag, char **error)
+{
+    assert (self && topic && key && error);
+    assert (tag <= UINTPTR_MAX);
+    if (self->fatal) {
+        *error = zsys_sprintf ("the producer failed earlier: %s", self->fatal);
+        return -1;
+    }
+    rd_kafka_headers_t *list = rd_kafka_headers_new (header_count);
+    for (size_t i = 0; i < header_count; i++)
+        rd_kafka_header_add (list, headers [i].name, -1, headers [i].value, -1);
+    rd_kafka_resp_err_t err = rd_kafka_producev (
+        self->handle,
+        RD_KAFKA_V_TOPIC (topic),
+        RD_KAFKA_V_KEY (key, strlen (key)),
+        RD_KAFKA_V_VALUE ((void *) value, value ? strlen (value) : 0),
+        RD_KAFKA_V_MSGFLAGS (RD_KAFKA_MSG_F_COPY),
+        RD_KAFKA_V_HEADERS (list),
+        RD_KAFKA_V_OPAQUE ((void *) (uintptr_t) tag),
+        RD_KAFKA_V_END);
+    if (err) {
+        rd_kafka_headers_destroy (list);        //  not taken on failure
+        *error = zsys_sprintf ("cannot queue for Kafka: %s", rd_kafka_err2str (err));
+        return -1;
+    }
+    self->outstanding++;
+    return 0;
+}
+
+static void
+s_error_event (mx_producer_t *self, rd_kafka_event_t *event)
+{
+    const char *text = rd_kafka_event_error_string (event);
+    if (rd_kafka_event_error_is_fatal (event)) {
+        char reason [512];
+        rd_kafka_fatal_error (self->handle, reason, sizeof reason);
+        free (self->fatal);
+        self->fatal = strdup (reason);
+        mx_log_emit (MX_LOG_ERROR, self->name, json_pack ("{s:s}", "error_class", "INFRA"),
+                     "Kafka producer failed: %s; a new one takes over", reason);
+        return;
+    }
+    if (self->last_error && strcmp (self->last_error, text) == 0)
+        return;
+    mx_log_emit (MX_LOG_WARN, self->name, json_pack ("{s:s}", "error_class", "INFRA"), "Kafka: %s", text);
+    free (self->last_error);
+    self->last_error = strdup (text);
+}
+
+size_t
+mx_producer_drain (mx_producer_t *self, mx_producer_report_fn *fn, void *arg)
+{
+    assert (self && fn);
+    //  Empty the pipe first: librdkafka writes again only when its queue
+    //  turns non-empty, so anything queued after this wakes us again.
+    char buffer [256];
+    while (read (self->fds [0], buffer, sizeof buffer) > 0)
+        ;
+    size_t reports = 0;
+    rd_kafka_event_t *event;
+    while ((event = rd_kafka_queue_poll (self->queue, 0))) {
+        if (rd_kafka_event_type (event) == RD_KAFKA_EVENT_ERROR)
+            s_error_event (self, event);
+        else
+        if (rd_kafka_event_type (event) == RD_KAFKA_EVENT_DR) {
+            const rd_kafka_message_t *message;
+            while ((message = rd_kafka_event_message_next (event))) {
+                mx_producer_report_t report = {
+                    .tag = (uint64_t) (uintptr_t) message->_private,
+                    .acked = message->err == RD_KAFKA_RESP_ERR_NO_ERROR,
+                    .reason = message->err ? rd_kafka_message_errstr (message) : NULL,
+                    .possibly_persisted = rd_kafka_message_status (message) == RD_KAFKA_MSG_STATUS_POSSIBLY_PERSISTED,
+                    .partition = message->partition,
+                    .offset = message->offset
+                };
+                if (report.acked && self->last_error) {
+                    mx_info (self->name, "Kafka acknowledges again");
+                    free (self->last_error);
+                    self->last_error = NULL;
+                }
+                assert (self->outstanding > 0);
+                self->outstanding--;
+                reports++;
+                fn (&report, arg);
+            }
+        }
+        rd_kafka_event_destroy (event);
+    }
+    return reports;
+}
+
+size_t
+mx_producer_outstanding (mx_producer_t *self)
+{
+    assert (self);
+    return self->outstanding;
+}
+
+void
+mx_producer_purge (mx_producer_t *self)
+{
+    assert (self);
+    rd_kafka_purge (self->handle, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT | RD_KAFKA_PURGE_F_NON_BLOCKING);
+}
+
+bool
+mx_producer_failed (mx_producer_t *self, const char **reason)
+{
+    assert (self);
+    if (reason)
+        *reason = self->fatal;
+    return self->fatal != NULL;
+}

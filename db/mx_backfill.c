@@ -1,0 +1,225 @@
+/*  mx_backfill - see mx_backfill.h.  */
+#include "mx_backfill.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mx_backoff.h"
+#include "mx_pg.h"
+#include "mx_procstate.h"
+
+#define TS(n) "to_timestamp ($" #n "::bigint / 1000.0)"
+
+//  A mark is owed: the partial index proc_state_backfill_sweep_idx repeats
+//  this predicate, so keep them literally equal.
+#define S_OWED "state IN ('SUCCEEDED', 'SKIPPED', 'DEAD') AND backfill_next_at IS NOT NULL" \
+               " AND backfill_at IS NULL AND backfill_abandoned_at IS NULL"
+
+static const char *s_outcome_names [] = { "CONFIRMED", "MISSING", "RETRY", "EXHAUSTED" };
+
+static void
+s_rollback (PGconn *conn)
+{
+    char *ignored = NULL;
+    mx_pg_rollback (conn, &ignored);
+    free (ignored);
+}
+
+int
+mx_backfill_lock (PGconn *conn, int64_t from, int64_t to, int64_t now_ms, int64_t overdue_before_ms,
+                  int limit, mx_backfill_row_t *rows, char **error)
+{
+    assert (conn && rows);
+    assert (limit >= 1);
+    if (mx_pg_begin (conn, error))
+        return -1;
+    char from_text [MX_PG_INT64_BUFSIZE], to_text [MX_PG_INT64_BUFSIZE], now [MX_PG_INT64_BUFSIZE];
+    char overdue [MX_PG_INT64_BUFSIZE], limit_text [MX_PG_INT64_BUFSIZE];
+    const char *params [] = {
+        mx_pg_int64_text (from, from_text), mx_pg_int64_text (to, to_text), mx_pg_int64_text (now_ms, now),
+        mx_pg_int64_text (overdue_before_ms, overdue), mx_pg_int64_text (limit, limit_text)
+    };
+    PGresult *res = NULL;
+    //  received_at NULL makes the overdue comparison NULL, never true.
+    //  SKIP LOCKED: a row a replay is moving is the replay's; the gate
+    //  never waits for it.
+    if (mx_pg_exec (conn,
+            "SELECT msg_id, backfill_attempts FROM proc_state"
+            " WHERE " S_OWED " AND msg_id BETWEEN $1::bigint AND $2::bigint"
+            " AND (backfill_next_at <= " TS (3) " OR received_at <= " TS (4) ")"
+            " ORDER BY backfill_attempts, msg_id LIMIT $5::integer"
+            " FOR UPDATE SKIP LOCKED",
+            5, params, &res, error)) {
+        s_rollback (conn);
+        return -1;
+    }
+    int count = PQntuples (res);
+    for (int i = 0; i < count; i++) {
+        rows [i].msg_id = mx_pg_get_int64 (res, i, 0);
+        rows [i].attempts = (int) mx_pg_get_int64 (res, i, 1);
+    }
+    PQclear (res);
+    if (count == 0)
+        s_rollback (conn);
+    return count;
+}
+
+void
+mx_backfill_decide (const mx_backfill_row_t *row, mx_mark_t mark, const char *error,
+                    const mx_backfill_policy_t *policy, int64_t now_ms, mx_backfill_result_t *result)
+{
+    assert (row && policy && result);
+    assert (policy->max_attempts >= 1);
+    *result = (mx_backfill_result_t) { .msg_id = row->msg_id, .attempts = row->attempts, .next_at = -1 };
+    switch (mark) {
+        case MX_MARK_WRITTEN:
+        case MX_MARK_ALREADY:
+            result->outcome = MX_BACKFILL_CONFIRMED;
+            break;
+        case MX_MARK_MISSING:
+            result->outcome = MX_BACKFILL_MISSING;
+            result->attempts = row->attempts + 1;
+            result->error = "mailbox row missing";
+            break;
+        case MX_MARK_ERROR:
+            result->attempts = row->attempts + 1;
+            result->error = error ? error : "mailbox write failed";
+            if (result->attempts >= policy->max_attempts)
+                result->outcome = MX_BACKFILL_EXHAUSTED;
+            else {
+                result->outcome = MX_BACKFILL_RETRY;
+                result->next_at = now_ms + mx_backoff_doubling_ms (policy->backoff_ms, policy->backoff_cap_ms,
+                                                                   result->attempts);
+            }
+            break;
+    }
+}
+
+int
+mx_backfill_record (PGconn *conn, const mx_backfill_result_t *results, size_t count, int64_t now_ms,
+                    char **error)
+{
+    assert (conn);
+    assert (results || count == 0);
+    if (count == 0)
+        return mx_pg_commit (conn, error);
+    //  The outcomes travel as one JSON parameter: values are never pasted
+    //  into the statement.
+    json_t *list = json_array ();
+    for (size_t i = 0; i < count; i++) {
+        const mx_backfill_result_t *result = &results [i];
+        json_t *item = json_pack ("{s:I,s:s,s:i}", "msg_id", (json_int_t) result->msg_id,
+                                  "outcome", s_outcome_names [result->outcome], "attempts", result->attempts);
+        if (result->outcome == MX_BACKFILL_RETRY)
+            json_object_set_new (item, "next_at", json_integer (result->next_at));
+        if (result->outcome != MX_BACKFILL_CONFIRMED && result->error)
+            json_object_set_new (item, "error", json_string (result->error));
+        json_array_append_new (list, item);
+    }
+    char *outcomes = json_dumps (list, JSON_COMPACT | JSON_ENSURE_ASCII);
+    json_decref (list);
+    char now [MX_PG_INT64_BUFSIZE];
+    const char *params [] = { outcomes, mx_pg_int64_text (now_ms, now) };
+    //  A confirmed mark clears the intent; an abandoned one keeps it (the
+    //  mark is still owed, recover re-arms it); a retry moves next_at.
+    int rc = mx_pg_exec (conn,
+        "UPDATE proc_state p SET"
+        " backfill_at = CASE WHEN o.outcome = 'CONFIRMED' THEN " TS (2) " ELSE p.backfill_at END,"
+        " backfill_next_at = CASE o.outcome WHEN 'CONFIRMED' THEN NULL"
+        "   WHEN 'RETRY' THEN to_timestamp (o.next_at / 1000.0) ELSE p.backfill_next_at END,"
+        " backfill_attempts = o.attempts,"
+        " backfill_error = CASE WHEN o.outcome = 'CONFIRMED' THEN NULL ELSE o.error END,"
+        " backfill_abandoned_at = CASE WHEN o.outcome IN ('MISSING', 'EXHAUSTED') THEN " TS (2) " END,"
+        " backfill_abandoned_reason = CASE WHEN o.outcome IN ('MISSING', 'EXHAUSTED') THEN o.outcome END,"
+        " updated_at = " TS (2)
+        " FROM json_to_recordset ($1::json) AS o (msg_id bigint, outcome text, attempts integer,"
+        "   next_at bigint, error text)"
+        " WHERE p.msg_id = o.msg_id",
+        2, params, NULL, error);
+    free (outcomes);
+    if (rc) {
+        s_rollback (conn);
+        return -1;
+    }
+    return mx_pg_commit (conn, error);
+}
+
+void
+mx_backfill_release (PGconn *conn)
+{
+    s_rollback (conn);
+}
+
+//  "[1,2,3]" of ids.
+static json_t *
+s_id_array (const int64_t *ids, size_t count)
+{
+    json_t *array = json_array ();
+    for (size_t i = 0; i < count; i++)
+        json_array_append_new (array, json_integer (ids [i]));
+    return array;
+}
+
+int
+mx_backfill_recover (PGconn *conn, const int64_t *ids, size_t id_count, bool all, const char *os_user,
+                     int64_t now_ms, int64_t **rearmed, size_t *rearmed_count, char **error)
+{
+    assert (conn && rearmed && rearmed_count);
+    assert (all || ids || id_count == 0);
+    *rearmed = NULL;
+    *rearmed_count = 0;
+    json_t *asked = s_id_array (ids, all ? 0 : id_count);
+    char *asked_text = json_dumps (asked, JSON_COMPACT);
+    json_decref (asked);
+    char now [MX_PG_INT64_BUFSIZE];
+    const char *params [] = { all ? "true" : "false", asked_text, mx_pg_int64_text (now_ms, now) };
+    if (mx_pg_begin (conn, error)) {
+        free (asked_text);
+        return -1;
+    }
+    PGresult *res = NULL;
+    int rc = mx_pg_exec (conn,
+        "WITH rearmed AS ("
+        "  UPDATE proc_state SET backfill_abandoned_at = NULL, backfill_abandoned_reason = NULL,"
+        "  backfill_attempts = 0, backfill_next_at = " TS (3) ", updated_at = " TS (3)
+        "  WHERE backfill_abandoned_at IS NOT NULL AND backfill_at IS NULL"
+        "  AND state IN ('SUCCEEDED', 'SKIPPED', 'DEAD')"
+        "  AND ($1::boolean OR msg_id IN (SELECT value::bigint FROM json_array_elements_text ($2::json)))"
+        "  RETURNING msg_id)"
+        " SELECT msg_id FROM rearmed ORDER BY msg_id",
+        3, params, &res, error);
+    free (asked_text);
+    if (rc) {
+        s_rollback (conn);
+        return -1;
+    }
+    size_t count = (size_t) PQntuples (res);
+    int64_t *list = (int64_t *) calloc (count + 1, sizeof (int64_t));
+    assert (list);
+    for (size_t i = 0; i < count; i++)
+        list [i] = mx_pg_get_int64 (res, (int) i, 0);
+    PQclear (res);
+    json_t *target = json_pack ("{s:o}", "msg_ids", s_id_array (list, count));
+    if (all)
+        json_object_set_new (target, "all", json_true ());
+    else
+        json_object_set_new (target, "asked", s_id_array (ids, id_count));
+    char *target_text = json_dumps (target, JSON_COMPACT);
+    json_decref (target);
+    char detail [64];
+    snprintf (detail, sizeof detail, "%zu abandoned mark%s re-armed", count, count == 1 ? "" : "s");
+    rc = mx_audit_write (conn, "msgxctl", os_user, "backfill-recover", target_text, "ok", detail, now_ms, error);
+    free (target_text);
+    if (rc || mx_pg_commit (conn, error)) {
+        s_rollback (conn);
+        free (list);
+        return -1;
+    }
+    *rearmed = list;
+    *rearmed_count = count;
+    return 0;
+}
