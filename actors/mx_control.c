@@ -503,6 +503,45 @@ s_broadcast (s_control_t *self, mx_cmd_t cmd)
         mx_cmd_send (zactor_sock (self->children [i].actor), cmd);
 }
 
+//  DEAD rows for the operator: messages, or with events the outbox's
+//  dead letters. Read-only, on the status connection.
+static void
+s_admin_dead (s_control_t *self, zframe_t **identity, json_t *args)
+{
+    bool events = json_is_true (json_object_get (args, "events"));
+    json_int_t limit = json_integer_value (json_object_get (args, "limit"));
+    char limit_text [24];
+    snprintf (limit_text, sizeof limit_text, "%" JSON_INTEGER_FORMAT, limit > 0 && limit <= 10000 ? limit : 100);
+    char *error = NULL;
+    if (!self->status_conn)
+        self->status_conn = mx_pg_connect (self->config->pg_conninfo, "msgxd-status",
+                                           self->config->pg_statement_timeout, &error);
+    PGresult *res = NULL;
+    const char *params [] = { limit_text };
+    if (!self->status_conn
+    ||  mx_pg_exec (self->status_conn, events
+            ? "SELECT coalesce (json_agg (r ORDER BY r.event_id), '[]')::text FROM ("
+              " SELECT event_id, target, flid, state_version, msg_id, event_type, attempts, last_error,"
+              " created_at FROM msg_event WHERE state = 'DEAD' ORDER BY event_id LIMIT $1::bigint) r"
+            : "SELECT coalesce (json_agg (r ORDER BY r.msg_id), '[]')::text FROM ("
+              " SELECT msg_id, msg_type AS type, msg_styp AS styp, error_class, last_error, attempts,"
+              " finished_at, backfill_at IS NOT NULL AS marked, backfill_abandoned_reason AS mark_abandoned"
+              " FROM proc_state WHERE state = 'DEAD' ORDER BY msg_id LIMIT $1::bigint) r",
+            1, params, &res, &error)) {
+        char *why = zsys_sprintf ("cannot read the dead rows: %s", error ? error : "no connection");
+        s_admin_reply (self, identity, "ERR", why);
+        free (why);
+        free (error);
+        if (self->status_conn && PQstatus (self->status_conn) != CONNECTION_OK)
+            mx_pg_disconnect (&self->status_conn);
+        return;
+    }
+    json_t *rows = json_loads (PQgetvalue (res, 0, 0), 0, NULL);
+    PQclear (res);
+    s_admin_reply_json (self, identity, json_pack ("{s:s,s:o}", "kind", events ? "events" : "messages",
+                                                   "rows", rows ? rows : json_array ()));
+}
+
 static void
 s_handle_admin (s_control_t *self)
 {
@@ -543,8 +582,14 @@ s_handle_admin (s_control_t *self)
     if (self->role != ROLE_ACTIVE)
         s_admin_reply (self, &identity, "ERR", "this instance is not active (standby): send the command to the active instance");
     else
-    if (admin == MX_ADMIN_REPLAY || admin == MX_ADMIN_CUTOVER) {
-        const char *owner = admin == MX_ADMIN_REPLAY ? "pump" : "ingress";
+    if (admin == MX_ADMIN_DEAD)
+        s_admin_dead (self, &identity, args);
+    else
+    if (admin == MX_ADMIN_REPLAY || admin == MX_ADMIN_CUTOVER || admin == MX_ADMIN_BACKFILL_RECOVER
+    ||  admin == MX_ADMIN_REQUEST) {
+        const char *owner = admin == MX_ADMIN_REPLAY ? "pump"
+                          : admin == MX_ADMIN_CUTOVER ? "ingress"
+                          : admin == MX_ADMIN_BACKFILL_RECOVER ? "backfill" : "requests";
         s_child_t *child = s_child (self, owner);
         if (!child) {
             char *why = zsys_sprintf ("%s needs the %s actor, which is not running%s", verb, owner,

@@ -30,6 +30,10 @@ s_usage (FILE *out)
         "                             or EXHAUSTED back to PENDING (--dry-run lists them with their\n"
         "                             flights; --yes acts)\n"
         "  cutover min|zero|max|ID    seed the watermark W on a fresh instance\n"
+        "  dead list [--events] [--limit N]   DEAD messages, or DEAD outbox events\n"
+        "  backfill recover --all | --id N [N...]   re-arm abandoned processed marks\n"
+        "  request schedule --from T --to T | request reference LIST\n"
+        "                             ask the upstream for a schedule window or a reference list\n"
         "options:\n"
         "  --endpoint E   daemon admin endpoint (default: $MSGX_ADMIN_ENDPOINT or " DEFAULT_ENDPOINT ")\n"
         "  --timeout MS   how long to wait for the reply (default %d)\n"
@@ -184,6 +188,37 @@ s_print_status (json_t *status)
 }
 
 static void
+s_print_dead (json_t *reply)
+{
+    bool events = strcmp (s_text (json_object_get (reply, "kind"), ""), "events") == 0;
+    json_t *rows = json_object_get (reply, "rows");
+    if (events)
+        printf ("%-10s %-11s %-10s %-8s %s\n", "event_id", "target", "flid", "attempts", "last error");
+    else
+        printf ("%-10s %-10s %-12s %-9s %s\n", "msg_id", "type/styp", "class", "mark", "last error");
+    size_t index;
+    json_t *row;
+    json_array_foreach (rows, index, row) {
+        if (events)
+            printf ("%-10" JSON_INTEGER_FORMAT " %-11s %-10" JSON_INTEGER_FORMAT " %-8" JSON_INTEGER_FORMAT " %s\n",
+                    json_integer_value (json_object_get (row, "event_id")), s_text (json_object_get (row, "target"), "?"),
+                    json_integer_value (json_object_get (row, "flid")), json_integer_value (json_object_get (row, "attempts")),
+                    s_text (json_object_get (row, "last_error"), "-"));
+        else {
+            char kind [24];
+            snprintf (kind, sizeof kind, "%s/%s", s_text (json_object_get (row, "type"), "?"),
+                      s_text (json_object_get (row, "styp"), "?"));
+            const char *mark = json_is_true (json_object_get (row, "marked")) ? "marked"
+                             : s_text (json_object_get (row, "mark_abandoned"), "owed");
+            printf ("%-10" JSON_INTEGER_FORMAT " %-10s %-12s %-9s %.60s\n", json_integer_value (json_object_get (row, "msg_id")),
+                    kind, s_text (json_object_get (row, "error_class"), "-"), mark,
+                    s_text (json_object_get (row, "last_error"), "-"));
+        }
+    }
+    printf ("%zu %s\n", json_array_size (rows), events ? "dead event(s)" : "dead message(s)");
+}
+
+static void
 s_print_replay (json_t *reply)
 {
     bool dry_run = json_is_true (json_object_get (reply, "dry_run"));
@@ -231,7 +266,7 @@ s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_
         if (admin == MX_ADMIN_REPLAY && strcmp (arg, "--class") == 0 && i + 1 < argc)
             json_object_set_new (args, "class", json_string (argv [++i]));
         else
-        if (admin == MX_ADMIN_REPLAY && strcmp (arg, "--id") == 0) {
+        if ((admin == MX_ADMIN_REPLAY || admin == MX_ADMIN_BACKFILL_RECOVER) && strcmp (arg, "--id") == 0) {
             if (!ids)
                 ids = json_array ();
             while (i + 1 < argc && argv [i + 1][0] != '-') {
@@ -254,6 +289,26 @@ s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_
         else
         if (admin == MX_ADMIN_CUTOVER && arg [0] != '-' && !json_object_get (args, "watermark"))
             json_object_set_new (args, "watermark", json_string (arg));
+        else
+        if (admin == MX_ADMIN_DEAD && strcmp (arg, "--events") == 0)
+            json_object_set_new (args, "events", json_true ());
+        else
+        if (admin == MX_ADMIN_DEAD && strcmp (arg, "--limit") == 0 && i + 1 < argc && atoi (argv [i + 1]) > 0)
+            json_object_set_new (args, "limit", json_integer (atoi (argv [++i])));
+        else
+        if (admin == MX_ADMIN_BACKFILL_RECOVER && strcmp (arg, "--all") == 0)
+            json_object_set_new (args, "all", json_true ());
+        else
+        if (admin == MX_ADMIN_REQUEST && !json_object_get (args, "kind")
+        &&  (strcmp (arg, "schedule") == 0 || strcmp (arg, "reference") == 0))
+            json_object_set_new (args, "kind", json_string (arg));
+        else
+        if (admin == MX_ADMIN_REQUEST && (strcmp (arg, "--from") == 0 || strcmp (arg, "--to") == 0) && i + 1 < argc)
+            json_object_set_new (args, arg + 2, json_string (argv [++i]));
+        else
+        if (admin == MX_ADMIN_REQUEST && arg [0] != '-' && json_object_get (args, "kind")
+        &&  !json_object_get (args, "list"))
+            json_object_set_new (args, "list", json_string (arg));
         else {
             fprintf (stderr, "msgxctl: %s: unexpected argument '%s'\n", mx_admin_verb (admin), arg);
             json_decref (ids);
@@ -271,6 +326,20 @@ s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_
     if (admin == MX_ADMIN_REPLAY && !!json_object_get (args, "class") == !!json_object_get (args, "ids")) {
         fprintf (stderr, "msgxctl: replay needs exactly one of --class C or --id N...\n");
         return -1;
+    }
+    if (admin == MX_ADMIN_BACKFILL_RECOVER && !!json_object_get (args, "all") == !!json_object_get (args, "ids")) {
+        fprintf (stderr, "msgxctl: backfill recover needs exactly one of --all or --id N...\n");
+        return -1;
+    }
+    if (admin == MX_ADMIN_REQUEST) {
+        const char *kind = json_string_value (json_object_get (args, "kind"));
+        if (!kind
+        ||  (strcmp (kind, "schedule") == 0 && (!json_object_get (args, "from") || !json_object_get (args, "to")))
+        ||  (strcmp (kind, "reference") == 0 && !json_object_get (args, "list"))) {
+            fprintf (stderr, "msgxctl: request schedule --from YYYY-MM-DDTHH:MM --to YYYY-MM-DDTHH:MM"
+                             " | request reference LIST\n");
+            return -1;
+        }
     }
     if (admin == MX_ADMIN_CUTOVER && !json_object_get (args, "watermark")) {
         fprintf (stderr, "msgxctl: cutover needs a watermark: min, zero, max or an ID\n");
@@ -319,6 +388,18 @@ main (int argc, char **argv)
         return EXIT_USAGE;
     }
     const char *verb = argv [optind++];
+    //  Two-word commands: "dead list", "backfill recover", "request schedule|reference".
+    if (strcmp (verb, "dead") == 0 || strcmp (verb, "backfill") == 0) {
+        const char *sub = optind < argc ? argv [optind] : "";
+        const char *want = strcmp (verb, "dead") == 0 ? "list" : "recover";
+        if (strcmp (sub, want) != 0) {
+            fprintf (stderr, "msgxctl: '%s' needs '%s' (msgxctl %s %s ...)\n", verb, want, verb, want);
+            return EXIT_USAGE;
+        }
+        optind++;
+        if (strcmp (verb, "backfill") == 0)
+            verb = "backfill-recover";
+    }
     mx_admin_t admin = mx_admin_lookup (verb);
     if (admin == MX_ADMIN_UNKNOWN) {
         fprintf (stderr, "msgxctl: unknown command '%s'\n", verb);
@@ -350,6 +431,9 @@ main (int argc, char **argv)
         else
         if (admin == MX_ADMIN_REPLAY && !json_out)
             s_print_replay (payload);
+        else
+        if (admin == MX_ADMIN_DEAD && !json_out)
+            s_print_dead (payload);
         else
         if (json_out || admin != MX_ADMIN_STATUS) {
             char *text = json_dumps (payload, JSON_INDENT (2) | JSON_PRESERVE_ORDER);

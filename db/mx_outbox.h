@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mx_producer.h"
+
 #define MX_OUTBOX_TARGET_MSG  "KAFKA:msg"
 #define MX_OUTBOX_TARGET_SCHD "KAFKA:schd"
 
@@ -33,12 +35,25 @@ typedef struct {
 typedef struct {
     size_t count;
     mx_outbox_event_t *events;
-    //  Due time of a row that backs off and stopped the take (KAFKA:msg:
-    //  the head; KAFKA:schd: the earliest FLID left waiting), -1 if none.
+    //  mx_outbox_take: due time of the row that backs off and stopped the
+    //  batch, -1 if none.
     int64_t waiting_until;
 } mx_outbox_batch_t;
 
 void mx_outbox_batch_destroy (mx_outbox_batch_t **self_p);
+
+//  The Kafka headers of an event (SPEC §5): msgx-event-id, msgx-msg-id,
+//  msgx-state-version, msgx-event-type, msgx-source. An event made by a job
+//  has no msgx-msg-id and no msgx-source. Points into event and self.
+typedef struct {
+    mx_producer_header_t items [5];
+    size_t count;
+    char event_id [24];
+    char msg_id [24];
+    char state_version [24];
+} mx_outbox_headers_t;
+
+void mx_outbox_headers (const mx_outbox_event_t *event, mx_outbox_headers_t *self);
 
 //  KAFKA:msg and any other target delivered one by one: up to limit
 //  PENDING events of target in event_id order. A row that backs off

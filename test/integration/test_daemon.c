@@ -176,6 +176,9 @@ test_msgxctl_usage_errors_exit_2 (void **state)
         { fx->msgxctl, "frobnicate", NULL },
         { fx->msgxctl, "status", "--bogus", NULL },
         { fx->msgxctl, "--timeout", "-5", "status" },
+        { fx->msgxctl, "dead", NULL },
+        { fx->msgxctl, "backfill", "recover", NULL },
+        { fx->msgxctl, "request", "schedule", "--from" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases [0]; i++) {
         const char *argv [6] = { 0 };
@@ -382,6 +385,19 @@ test_cli_against_a_draining_daemon (void **state)
     cutover [2] = endpoint;
     assert_int_equal (mx_testproc_run (cutover, NULL, WAIT_MS, &out, &err), 1);
     assert_non_null (strstr (err, "not fresh"));
+    free (out);
+    free (err);
+
+    //  The dead letters, as the operator sees them.
+    const char *dead [] = { fx->msgxctl, "--endpoint", endpoint, "dead", "list", NULL };
+    assert_int_equal (mx_testproc_run (dead, NULL, WAIT_MS, &out, &err), 0);
+    assert_non_null (strstr (out, "SCHS/DNLD"));
+    assert_non_null (strstr (out, "1 dead message(s)"));
+    free (out);
+    free (err);
+    const char *dead_events [] = { fx->msgxctl, "--endpoint", endpoint, "dead", "list", "--events", "--json", NULL };
+    assert_int_equal (mx_testproc_run (dead_events, NULL, WAIT_MS, &out, &err), 0);
+    assert_non_null (strstr (out, "\"rows\": []"));
     free (out);
     free (err);
 

@@ -1,0 +1,395 @@
+/*  mx_backfill - see mx_backfill.h.
+
+    One batch: lock the owed rows (gate), write each mark into the mailbox
+    (a guarded UPDATE, one by one), record every outcome in one statement
+    and commit. Marks are idempotent (a mark written but not recorded reads
+    ALREADY next time), so a failure anywhere after a write only costs a
+    repeat, never a wrong record.
+*/
+#include "mx_backfill.h"
+//  The repository of the same name, by path: both headers are mx_backfill.h.
+#include "../db/mx_backfill.h"
+
+#include <assert.h>
+
+#include "mx_log.h"
+#include "mx_mailbox.h"
+#include "mx_pg.h"
+
+#define ACTOR "backfill"
+//  Rows held per batch at most, whatever backfill-batch says: the locks
+//  are held for a batch of mailbox writes.
+#define S_MAX_BATCH 10000
+
+typedef struct {
+    zsock_t *pipe;
+    const mx_actor_args_t *args;
+    const mx_config_t *config;
+    mx_clock_t *clock;
+    zsock_t *ticks;
+    bool terminated;
+    bool started;
+    PGconn *pg;
+    mx_mailbox_t *mailbox;
+    mx_backfill_policy_t policy;
+    int limit;
+    mx_backfill_row_t *rows;
+    mx_backfill_result_t *results;
+    mx_mark_t *marks;
+    char **errors;              //  the mark's reason per result, owned
+    int64_t next_sweep;         //  INT64_MAX = none (before START, shadow)
+    char *last_problem;         //  logged once until it changes
+    uint64_t written;
+    uint64_t already;
+    uint64_t missing;
+    uint64_t retried;
+    uint64_t exhausted;
+} s_backfill_t;
+
+//  A PostgreSQL failure is logged once per distinct text: an outage is
+//  one line, not one per period.
+static void
+s_problem (s_backfill_t *self, const char *what, char *error)
+{
+    char *line = zsys_sprintf ("%s: %s", what, error ? error : "unknown error");
+    if (!self->last_problem || strcmp (self->last_problem, line) != 0)
+        mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:s}", "error_class", "INFRA"), "%s; retrying", line);
+    free (self->last_problem);
+    self->last_problem = line;
+    free (error);
+    if (mx_pg_is_connection_error (self->pg))
+        mx_pg_disconnect (&self->pg);
+}
+
+static int
+s_pg (s_backfill_t *self)
+{
+    if (self->pg && PQstatus (self->pg) == CONNECTION_OK)
+        return 0;
+    mx_pg_disconnect (&self->pg);
+    char *error = NULL;
+    self->pg = mx_pg_connect (self->config->pg_conninfo, "msgxd-backfill", self->config->pg_statement_timeout,
+                              &error);
+    if (!self->pg) {
+        s_problem (self, "PostgreSQL unreachable", error);
+        return -1;
+    }
+    return 0;
+}
+
+//  Log and count one recorded outcome.
+static void
+s_report (s_backfill_t *self, const mx_backfill_result_t *result, mx_mark_t mark)
+{
+    json_int_t msg_id = (json_int_t) result->msg_id;
+    switch (result->outcome) {
+        case MX_BACKFILL_CONFIRMED:
+            if (mark == MX_MARK_ALREADY) {
+                self->already++;
+                mx_log_emit (MX_LOG_INFO, ACTOR, json_pack ("{s:I}", "msg_id", msg_id),
+                             "%" PRId64 " was already marked in the mailbox: left as it was, confirmed",
+                             result->msg_id);
+            }
+            else {
+                self->written++;
+                mx_log_emit (MX_LOG_DEBUG, ACTOR, json_pack ("{s:I}", "msg_id", msg_id),
+                             "%" PRId64 " marked processed", result->msg_id);
+            }
+            break;
+        case MX_BACKFILL_MISSING:
+            self->missing++;
+            mx_log_emit (MX_LOG_ERROR, ACTOR,
+                         json_pack ("{s:I,s:s,s:I}", "msg_id", msg_id, "alert", "backfill-missing",
+                                    "missing_total", (json_int_t) self->missing),
+                         "mailbox row %" PRId64 " is missing: its mark is abandoned (MISSING); "
+                         "msgxctl backfill recover re-arms it", result->msg_id);
+            break;
+        case MX_BACKFILL_RETRY:
+            self->retried++;
+            mx_log_emit (MX_LOG_WARN, ACTOR,
+                         json_pack ("{s:I,s:s,s:i,s:I}", "msg_id", msg_id, "error_class", "INFRA",
+                                    "attempts", result->attempts, "next_at", (json_int_t) result->next_at),
+                         "mark of %" PRId64 " failed (attempt %d of %d): %s; next try in %" PRId64 " ms",
+                         result->msg_id, result->attempts, self->policy.max_attempts, result->error,
+                         result->next_at - mx_clock_now (self->clock));
+            break;
+        case MX_BACKFILL_EXHAUSTED:
+            self->exhausted++;
+            mx_log_emit (MX_LOG_ERROR, ACTOR,
+                         json_pack ("{s:I,s:s,s:i,s:I}", "msg_id", msg_id, "alert", "backfill-exhausted",
+                                    "attempts", result->attempts, "exhausted_total", (json_int_t) self->exhausted),
+                         "mark of %" PRId64 " abandoned (EXHAUSTED) after %d attempts: %s; "
+                         "msgxctl backfill recover re-arms it", result->msg_id, result->attempts, result->error);
+            break;
+    }
+}
+
+//  One gated batch of owed marks with from <= msg_id <= to. Returns 1 when
+//  the batch was full and every mark settled (there may be more), 0 when
+//  there is no more or a write failed (the rest waits for the next
+//  sweep), -1 on PostgreSQL trouble.
+static int
+s_batch (s_backfill_t *self, int64_t from, int64_t to)
+{
+    if (s_pg (self))
+        return -1;
+    int64_t now = mx_clock_now (self->clock);
+    char *error = NULL;
+    int count = mx_backfill_lock (self->pg, from, to, now, now - self->config->pipeline_overdue_backfill,
+                                  self->limit, self->rows, &error);
+    if (count < 0) {
+        s_problem (self, "cannot select the owed marks", error);
+        return -1;
+    }
+    if (self->last_problem) {
+        mx_info (ACTOR, "PostgreSQL readable again");
+        free (self->last_problem);
+        self->last_problem = NULL;
+    }
+    mx_mark_t *marks = self->marks;
+    size_t done = 0;
+    bool failed = false;
+    while ((int) done < count && !failed) {
+        char *mark_error = NULL;
+        marks [done] = mx_mailbox_mark (self->mailbox, self->rows [done].msg_id, now, &mark_error);
+        self->errors [done] = mark_error;
+        mx_backfill_decide (&self->rows [done], marks [done], mark_error, &self->policy, now,
+                            &self->results [done]);
+        failed = marks [done] == MX_MARK_ERROR;
+        done++;
+    }
+    int rc = count > 0 ? mx_backfill_record (self->pg, self->results, done, now, &error) : 0;
+    if (rc)
+        s_problem (self, "cannot record the outcome of the marks (a mark written stays and is found "
+                         "already marked next time)", error);
+    else
+        for (size_t i = 0; i < done; i++)
+            s_report (self, &self->results [i], marks [i]);
+    for (size_t i = 0; i < done; i++) {
+        free (self->errors [i]);
+        self->errors [i] = NULL;
+    }
+    if (rc)
+        return -1;
+    return !failed && count == self->limit ? 1 : 0;
+}
+
+static void
+s_sweep (s_backfill_t *self)
+{
+    int rc = s_batch (self, 1, INT64_MAX);
+    //  A full, clean batch: more may be owed; look again at once, after
+    //  the pipe had its turn.
+    self->next_sweep = mx_clock_now (self->clock) + (rc == 1 ? 0 : self->config->pipeline_backfill_period);
+}
+
+static void
+s_marks_owed (s_backfill_t *self, zmsg_t *rest)
+{
+    char *from_text = mx_cmd_pop_str (rest);
+    char *to_text = mx_cmd_pop_str (rest);
+    int64_t from = strtoll (from_text, NULL, 10);
+    int64_t to = strtoll (to_text, NULL, 10);
+    free (from_text);
+    free (to_text);
+    if (!self->started || self->config->shadow)
+        return;
+    //  A processing batch is bounded (process-batch), so this is too.
+    while (s_batch (self, from, to) == 1)
+        ;
+}
+
+//  ---------------------------------------------------------------------
+//  backfill-recover
+
+static char *
+s_recover (s_backfill_t *self, json_t *args, bool *ok)
+{
+    *ok = false;
+    json_t *id_list = json_object_get (args, "ids");
+    bool all = json_is_true (json_object_get (args, "all"));
+    const char *user = json_string_value (json_object_get (args, "os_user"));
+    if (all == (id_list != NULL))
+        return strdup ("backfill recover needs exactly one of --id N... or --all");
+    size_t count = json_array_size (id_list);
+    if (id_list && (!json_is_array (id_list) || count == 0))
+        return strdup ("backfill recover --id needs at least one message ID");
+    int64_t *ids = (int64_t *) calloc (count + 1, sizeof (int64_t));
+    assert (ids);
+    for (size_t i = 0; i < count; i++) {
+        json_t *item = json_array_get (id_list, i);
+        if (!json_is_integer (item) || json_integer_value (item) <= 0) {
+            free (ids);
+            return strdup ("message IDs must be positive integers");
+        }
+        ids [i] = json_integer_value (item);
+    }
+    if (s_pg (self)) {
+        free (ids);
+        return strdup ("PostgreSQL unreachable: nothing re-armed");
+    }
+    int64_t *rearmed = NULL;
+    size_t rearmed_count = 0;
+    char *error = NULL;
+    int rc = mx_backfill_recover (self->pg, ids, count, all, user, mx_clock_now (self->clock),
+                                  &rearmed, &rearmed_count, &error);
+    free (ids);
+    if (rc) {
+        char *reply = zsys_sprintf ("backfill recover failed, nothing re-armed: %s", error);
+        s_problem (self, "backfill recover", error);
+        return reply;
+    }
+    json_t *list = json_array ();
+    for (size_t i = 0; i < rearmed_count; i++)
+        json_array_append_new (list, json_integer (rearmed [i]));
+    free (rearmed);
+    json_t *reply = json_pack ("{s:i,s:o}", "rearmed", (int) rearmed_count, "msg_ids", list);
+    char *text = json_dumps (reply, JSON_COMPACT);
+    json_decref (reply);
+    mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:i,s:s}", "rearmed", (int) rearmed_count, "os_user", user ? user : ""),
+                 "backfill recover: %zu abandoned mark%s re-armed", rearmed_count, rearmed_count == 1 ? "" : "s");
+    *ok = true;
+    return text;
+}
+
+static void
+s_handle_admin (s_backfill_t *self, zmsg_t *rest)
+{
+    char *request = mx_cmd_pop_str (rest);
+    char *verb = mx_cmd_pop_str (rest);
+    char *args_text = mx_cmd_pop_str (rest);
+    json_t *args = json_loads (args_text, 0, NULL);
+    bool ok = false;
+    char *payload = NULL;
+    if (strcmp (verb, "backfill-recover") != 0)
+        payload = zsys_sprintf ("backfill does not handle '%s'", verb);
+    else
+    if (!json_is_object (args))
+        payload = strdup ("backfill recover: the arguments are not a JSON object");
+    else
+        payload = s_recover (self, args, &ok);
+    mx_cmd_send (self->pipe, MX_CMD_ADMIN_REPLY, strtoull (request, NULL, 10), ok ? "OK" : "ERR", payload);
+    //  Re-armed rows are due now.
+    if (ok && self->started && !self->config->shadow)
+        self->next_sweep = mx_clock_now (self->clock);
+    free (payload);
+    json_decref (args);
+    free (request);
+    free (verb);
+    free (args_text);
+}
+
+//  ---------------------------------------------------------------------
+
+static void
+s_start (s_backfill_t *self)
+{
+    const mx_config_t *config = self->config;
+    self->started = true;
+    if (config->shadow) {
+        mx_warn (ACTOR, "shadow mode (msgx.shadow=true): no processed mark is written to the mailbox, "
+                        "none is attempted");
+        mx_actor_reply_started (self->pipe, "shadow mode: no processed marks are written");
+        return;
+    }
+    self->limit = config->pipeline_backfill_batch > S_MAX_BATCH ? S_MAX_BATCH : (int) config->pipeline_backfill_batch;
+    if (self->limit < config->pipeline_backfill_batch)
+        mx_warn (ACTOR, "msgx.pipeline.backfill-batch=%" PRId64 " is read as %d: a batch holds its row locks "
+                        "for all of its mailbox writes", config->pipeline_backfill_batch, self->limit);
+    self->rows = (mx_backfill_row_t *) calloc ((size_t) self->limit, sizeof (mx_backfill_row_t));
+    self->results = (mx_backfill_result_t *) calloc ((size_t) self->limit, sizeof (mx_backfill_result_t));
+    self->marks = (mx_mark_t *) calloc ((size_t) self->limit, sizeof (mx_mark_t));
+    self->errors = (char **) calloc ((size_t) self->limit, sizeof (char *));
+    assert (self->rows && self->results && self->marks && self->errors);
+    self->policy = (mx_backfill_policy_t) {
+        .max_attempts = (int) config->pipeline_backfill_max_attempts,
+        .backoff_ms = config->pipeline_backfill_backoff,
+        .backoff_cap_ms = config->pipeline_backfill_backoff_cap
+    };
+    char *detail = zsys_sprintf ("sweep every %" PRId64 " ms, %d rows a batch, at most %d attempts",
+                                 config->pipeline_backfill_period, self->limit, self->policy.max_attempts);
+    mx_actor_reply_started (self->pipe, detail);
+    free (detail);
+    //  Catch up at once with whatever an earlier run left owed.
+    self->next_sweep = mx_clock_now (self->clock);
+}
+
+static void
+s_handle_pipe (s_backfill_t *self)
+{
+    zmsg_t *rest = NULL;
+    mx_cmd_t cmd = mx_cmd_recv (self->pipe, &rest);
+    if (!rest) {
+        self->terminated = true;
+        return;
+    }
+    switch (cmd) {
+        case MX_CMD_TERM:
+            self->terminated = true;
+            break;
+        case MX_CMD_START:
+            s_start (self);
+            break;
+        case MX_CMD_MARKS_OWED:
+            s_marks_owed (self, rest);
+            break;
+        case MX_CMD_ADMIN:
+            s_handle_admin (self, rest);
+            break;
+        case MX_CMD_PAUSE:
+        case MX_CMD_RESUME:
+            break;              //  marks are off the FIFO path
+        default:
+            assert (!"backfill: unexpected command");
+    }
+    mx_cmd_done (&rest);
+}
+
+void
+mx_backfill_actor (zsock_t *pipe, void *args)
+{
+    s_backfill_t self_s = { 0 };
+    s_backfill_t *self = &self_s;
+    self->pipe = pipe;
+    self->args = (const mx_actor_args_t *) args;
+    self->config = self->args->config;
+    self->clock = self->args->clock;
+    self->mailbox = mx_mailbox_new (self->config);
+    if (mx_clock_endpoint (self->clock))
+        self->ticks = zsock_new_sub (mx_clock_endpoint (self->clock), "");
+    //  Nothing runs before START.
+    self->next_sweep = INT64_MAX;
+    zsock_signal (pipe, 0);
+
+    while (!self->terminated) {
+        zmq_pollitem_t items [] = {
+            { zsock_resolve (self->pipe), 0, ZMQ_POLLIN, 0 },
+            { self->ticks ? zsock_resolve (self->ticks) : NULL, 0, ZMQ_POLLIN, 0 }
+        };
+        if (zmq_poll (items, self->ticks ? 2 : 1, mx_clock_timeout (self->clock, self->next_sweep)) < 0
+        &&  zmq_errno () != EINTR)
+            break;
+        if (items [0].revents & ZMQ_POLLIN) {
+            s_handle_pipe (self);
+            continue;
+        }
+        if (self->ticks && (items [1].revents & ZMQ_POLLIN)) {
+            char *tick = zstr_recv (self->ticks);
+            zstr_free (&tick);
+        }
+        if (mx_clock_now (self->clock) >= self->next_sweep)
+            s_sweep (self);
+    }
+    if (self->written || self->already || self->missing || self->retried || self->exhausted)
+        mx_info (ACTOR, "stopped: %" PRIu64 " marks written, %" PRIu64 " already marked, %" PRIu64 " missing, %"
+                        PRIu64 " failed attempts, %" PRIu64 " exhausted",
+                 self->written, self->already, self->missing, self->retried, self->exhausted);
+    mx_pg_disconnect (&self->pg);
+    mx_mailbox_destroy (&self->mailbox);
+    zsock_destroy (&self->ticks);
+    free (self->rows);
+    free (self->results);
+    free (self->marks);
+    free (self->errors);
+    free (self->last_problem);
+}

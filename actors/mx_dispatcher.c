@@ -1,0 +1,412 @@
+/*  mx_dispatcher - see mx_dispatcher.h.
+
+    One batch is out at a time. While it is out the actor keeps serving its
+    pipe: a wake-up is remembered, $TERM drops the batch (its events stay
+    PENDING and go again after a restart).
+*/
+#include "mx_dispatcher.h"
+
+#include <assert.h>
+
+#include "mx_log.h"
+#include "mx_outbox.h"
+#include "mx_pg.h"
+#include "mx_producer.h"
+
+#define ACTOR "dispatcher"
+
+//  librdkafka reports every message within message.timeout.ms, scanning
+//  for timeouts about once a second; past this much more the batch is
+//  given up (purged) so the actor can never wait for ever.
+#define S_REPORT_GRACE_MS 5000
+
+typedef enum { S_WAITING, S_ACKED, S_FAILED } s_slot_state_t;
+
+typedef struct {
+    s_slot_state_t state;
+    char *reason;
+    bool possibly_persisted;
+} s_slot_t;
+
+typedef struct {
+    zsock_t *pipe;
+    const mx_actor_args_t *args;
+    const mx_config_t *config;
+    mx_clock_t *clock;
+    zsock_t *ticks;
+    bool terminated;
+    bool started;
+    PGconn *pg;
+    mx_producer_t *producer;
+    const char *bootstrap;
+    //  The batch out, NULL when none.
+    mx_outbox_batch_t *batch;
+    s_slot_t *slots;
+    uint64_t batch_seq;         //  in the high half of each tag: a late report of an old batch is ignored
+    bool purged;                //  the batch was given up once already
+    size_t sent;                //  events handed to the producer (a prefix)
+    size_t reported;
+    int64_t batch_deadline;
+    int rounds;                 //  full batches in this wake-up
+    bool woken;                 //  EVENTS_COMMITTED while the batch was out
+    int64_t next_round;
+    char *last_problem;
+} s_dispatcher_t;
+
+//  A failure of PostgreSQL or Kafka set-up is logged once per text.
+static void
+s_problem (s_dispatcher_t *self, const char *what, char *error)
+{
+    char *line = zsys_sprintf ("%s: %s", what, error ? error : "unknown error");
+    if (!self->last_problem || strcmp (self->last_problem, line) != 0)
+        mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:s}", "error_class", "INFRA"), "%s; retrying", line);
+    free (self->last_problem);
+    self->last_problem = line;
+    free (error);
+}
+
+static void
+s_recovered (s_dispatcher_t *self)
+{
+    if (self->last_problem) {
+        mx_info (ACTOR, "recovered after: %s", self->last_problem);
+        free (self->last_problem);
+        self->last_problem = NULL;
+    }
+}
+
+static int
+s_pg (s_dispatcher_t *self)
+{
+    if (self->pg && PQstatus (self->pg) == CONNECTION_OK)
+        return 0;
+    mx_pg_disconnect (&self->pg);
+    char *error = NULL;
+    self->pg = mx_pg_connect (self->config->pg_conninfo, "msgxd-" ACTOR, self->config->pg_statement_timeout, &error);
+    if (!self->pg) {
+        s_problem (self, "PostgreSQL unreachable", error);
+        return -1;
+    }
+    return 0;
+}
+
+//  A producer that failed fatally cannot keep the order any more: replace it.
+static int
+s_producer (s_dispatcher_t *self)
+{
+    if (self->producer && !mx_producer_failed (self->producer, NULL))
+        return 0;
+    mx_producer_destroy (&self->producer);
+    char *error = NULL;
+    self->producer = mx_producer_new (self->config, self->bootstrap, ACTOR, &error);
+    if (!self->producer) {
+        s_problem (self, "cannot create the Kafka producer", error);
+        return -1;
+    }
+    return 0;
+}
+
+static void
+s_batch_free (s_dispatcher_t *self)
+{
+    if (self->batch)
+        for (size_t i = 0; i < self->batch->count; i++)
+            free (self->slots [i].reason);
+    free (self->slots);
+    self->slots = NULL;
+    mx_outbox_batch_destroy (&self->batch);
+    self->sent = self->reported = 0;
+    self->purged = false;
+    self->batch_deadline = INT64_MAX;
+}
+
+//  Every report is in (or nothing could be sent): mark the acknowledged
+//  prefix, record the first failure, decide when to look again.
+static void
+s_settle (s_dispatcher_t *self)
+{
+    mx_outbox_batch_t *batch = self->batch;
+    int64_t now = mx_clock_now (self->clock);
+    size_t prefix = 0;
+    while (prefix < batch->count && self->slots [prefix].state == S_ACKED)
+        prefix++;
+    bool woken = self->woken;
+    self->woken = false;
+    int64_t *ids = (int64_t *) calloc (prefix + 1, sizeof (int64_t));
+    for (size_t i = 0; i < prefix; i++)
+        ids [i] = batch->events [i].event_id;
+    char *error = NULL;
+    int rc = mx_outbox_mark_sent (self->pg, ids, prefix, now, NULL, &error);
+    free (ids);
+    if (rc) {
+        //  Kafka has them; they go once more (same event ids) when
+        //  PostgreSQL answers again.
+        s_problem (self, "cannot mark delivered events SENT", error);
+        self->next_round = now + self->config->pipeline_poll_interval;
+        s_batch_free (self);
+        return;
+    }
+    if (prefix < batch->count) {
+        const mx_outbox_event_t *event = &batch->events [prefix];
+        const s_slot_t *slot = &self->slots [prefix];
+        mx_outbox_failure_t failure = { event->event_id, slot->reason ? slot->reason : "no delivery report" };
+        mx_outbox_outcome_t outcome = { 0 };
+        size_t done = 0;
+        if (mx_outbox_fail (self->pg, &failure, 1, (int) self->config->delivery_max_attempts,
+                            self->config->delivery_backoff.items, self->config->delivery_backoff.count,
+                            now, &outcome, &done, &error)) {
+            s_problem (self, "cannot record a failed delivery", error);
+            self->next_round = now + self->config->pipeline_poll_interval;
+        }
+        else
+        if (done == 1 && outcome.dead) {
+            mx_log_emit (MX_LOG_ERROR, ACTOR,
+                         json_pack ("{s:I,s:I,s:i,s:s}", "event_id", (json_int_t) event->event_id,
+                                    "flid", (json_int_t) event->flid, "attempts", outcome.attempts,
+                                    "error_class", "EXHAUSTED"),
+                         "event %" PRId64 " DEAD after %d attempts, kept as the dead-letter record: %s",
+                         event->event_id, outcome.attempts, failure.reason);
+            self->next_round = now;
+        }
+        else
+        if (done == 1) {
+            mx_log_emit (MX_LOG_WARN, ACTOR,
+                         json_pack ("{s:I,s:I,s:i,s:I,s:b}", "event_id", (json_int_t) event->event_id,
+                                    "flid", (json_int_t) event->flid, "attempts", outcome.attempts,
+                                    "next_at", (json_int_t) outcome.next_attempt_at,
+                                    "possibly_persisted", slot->possibly_persisted),
+                         "event %" PRId64 " not delivered (attempt %d): %s; %zu after it wait",
+                         event->event_id, outcome.attempts, failure.reason, batch->count - prefix - 1);
+            self->next_round = outcome.next_attempt_at;
+        }
+        else
+            self->next_round = now;
+        self->rounds = 0;
+    }
+    else
+    if (batch->count == (size_t) self->config->pipeline_delivery_batch) {
+        //  Full: more may wait.
+        if (++self->rounds >= self->config->pipeline_delivery_drain_rounds)
+            self->rounds = 0;
+        self->next_round = now;
+    }
+    else {
+        self->rounds = 0;
+        self->next_round = woken ? now : now + self->config->pipeline_poll_interval;
+    }
+    if (prefix > 0)
+        mx_log_emit (MX_LOG_DEBUG, ACTOR,
+                     json_pack ("{s:I,s:I}", "first", (json_int_t) batch->events [0].event_id,
+                                "last", (json_int_t) batch->events [prefix - 1].event_id),
+                     "%zu events delivered", prefix);
+    s_batch_free (self);
+}
+
+static void
+s_on_report (const mx_producer_report_t *report, void *arg)
+{
+    s_dispatcher_t *self = (s_dispatcher_t *) arg;
+    //  A report of a batch given up on has no slot any more.
+    uint64_t index = report->tag & 0xffffffffu;
+    if (!self->batch || report->tag >> 32 != self->batch_seq || index >= self->sent)
+        return;
+    s_slot_t *slot = &self->slots [index];
+    if (slot->state != S_WAITING)
+        return;
+    slot->state = report->acked ? S_ACKED : S_FAILED;
+    if (!report->acked) {
+        slot->reason = strdup (report->reason ? report->reason : "not acknowledged");
+        slot->possibly_persisted = report->possibly_persisted;
+    }
+    self->reported++;
+}
+
+static void
+s_reports (s_dispatcher_t *self)
+{
+    if (!self->producer)
+        return;
+    mx_producer_drain (self->producer, s_on_report, self);
+    if (self->batch && self->reported == self->sent)
+        s_settle (self);
+}
+
+//  librdkafka bounds every report by message.timeout.ms; this bounds the
+//  wait should it not: purge first (reports follow), then replace the
+//  producer and count the silent ones as failed.
+static void
+s_overdue (s_dispatcher_t *self)
+{
+    size_t missing = self->sent - self->reported;
+    if (!self->purged) {
+        mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:s}", "error_class", "INFRA"),
+                     "%zu delivery reports overdue: giving the batch up", missing);
+        self->purged = true;
+        self->batch_deadline = mx_clock_now (self->clock) + S_REPORT_GRACE_MS;
+        mx_producer_purge (self->producer);
+        return;
+    }
+    mx_log_emit (MX_LOG_ERROR, ACTOR, json_pack ("{s:s}", "error_class", "INFRA"),
+                 "%zu delivery reports never came: replacing the Kafka producer", missing);
+    mx_producer_destroy (&self->producer);
+    for (size_t i = 0; i < self->sent; i++)
+        if (self->slots [i].state == S_WAITING) {
+            self->slots [i].state = S_FAILED;
+            self->slots [i].reason = strdup ("no delivery report in time");
+        }
+    s_settle (self);
+}
+
+static void
+s_round (s_dispatcher_t *self)
+{
+    assert (!self->batch);
+    int64_t now = mx_clock_now (self->clock);
+    if (s_pg (self) || s_producer (self)) {
+        self->next_round = now + self->config->pipeline_poll_interval;
+        return;
+    }
+    mx_outbox_batch_t *batch = NULL;
+    char *error = NULL;
+    if (mx_outbox_take (self->pg, MX_OUTBOX_TARGET_MSG, (size_t) self->config->pipeline_delivery_batch, now,
+                        &batch, &error)) {
+        s_problem (self, "cannot read the outbox", error);
+        self->next_round = now + self->config->pipeline_poll_interval;
+        return;
+    }
+    s_recovered (self);
+    if (batch->count == 0) {
+        //  Nothing ready: the head's due time, else the safety sweep.
+        self->next_round = batch->waiting_until >= 0 ? batch->waiting_until
+                         : now + self->config->pipeline_poll_interval;
+        self->rounds = 0;
+        mx_outbox_batch_destroy (&batch);
+        return;
+    }
+    self->batch = batch;
+    self->batch_seq = (self->batch_seq + 1) & 0xffffffffu;
+    self->slots = (s_slot_t *) calloc (batch->count, sizeof (s_slot_t));
+    assert (self->slots);
+    for (size_t i = 0; i < batch->count; i++) {
+        const mx_outbox_event_t *event = &batch->events [i];
+        mx_outbox_headers_t headers;
+        mx_outbox_headers (event, &headers);
+        if (mx_producer_send (self->producer, self->config->kafka_topic_msg, event->key, event->payload,
+                              headers.items, headers.count, self->batch_seq << 32 | i, &error)) {
+            //  Not queued: the events behind it are not sent either.
+            self->slots [i].state = S_FAILED;
+            self->slots [i].reason = error;
+            break;
+        }
+        self->sent++;
+    }
+    self->batch_deadline = now + self->config->kafka_delivery_timeout + self->config->kafka_linger_ms
+                         + S_REPORT_GRACE_MS;
+    if (self->sent == 0)
+        s_settle (self);
+}
+
+static void
+s_handle_pipe (s_dispatcher_t *self)
+{
+    zmsg_t *rest = NULL;
+    mx_cmd_t cmd = mx_cmd_recv (self->pipe, &rest);
+    if (!rest) {
+        self->terminated = true;
+        return;
+    }
+    switch (cmd) {
+        case MX_CMD_TERM:
+            self->terminated = true;
+            break;
+        case MX_CMD_START: {
+            self->bootstrap = self->args->kafka_bootstrap && *self->args->kafka_bootstrap
+                            ? self->args->kafka_bootstrap : self->config->kafka_bootstrap_servers;
+            char *error = NULL;
+            self->producer = mx_producer_new (self->config, self->bootstrap, ACTOR, &error);
+            if (!self->producer) {
+                mx_actor_reply_failed (self->pipe, error);
+                free (error);
+                break;
+            }
+            self->started = true;
+            char *detail = zsys_sprintf ("KAFKA:msg to topic %s at %s; %" PRId64 " events a batch, up to %"
+                                         PRId64 " batches a wake-up", self->config->kafka_topic_msg,
+                                         self->bootstrap, self->config->pipeline_delivery_batch,
+                                         self->config->pipeline_delivery_drain_rounds);
+            mx_actor_reply_started (self->pipe, detail);
+            free (detail);
+            //  Start-up sweep: whatever an earlier run left PENDING.
+            self->next_round = mx_clock_now (self->clock);
+            break;
+        }
+        case MX_CMD_EVENTS_COMMITTED:
+            if (self->batch)
+                self->woken = true;
+            else
+            if (self->started)
+                self->next_round = mx_clock_now (self->clock);
+            break;
+        case MX_CMD_PAUSE:
+        case MX_CMD_RESUME:
+            break;              //  pausing stops claiming messages, not delivering what they made
+        default:
+            assert (!"dispatcher: unexpected command");
+    }
+    mx_cmd_done (&rest);
+}
+
+void
+mx_dispatcher_actor (zsock_t *pipe, void *args)
+{
+    s_dispatcher_t self_s = { 0 };
+    s_dispatcher_t *self = &self_s;
+    self->pipe = pipe;
+    self->args = (const mx_actor_args_t *) args;
+    self->config = self->args->config;
+    self->clock = self->args->clock;
+    self->next_round = INT64_MAX;
+    self->batch_deadline = INT64_MAX;
+    if (mx_clock_endpoint (self->clock))
+        self->ticks = zsock_new_sub (mx_clock_endpoint (self->clock), "");
+    zsock_signal (pipe, 0);
+
+    while (!self->terminated) {
+        zmq_pollitem_t items [3];
+        int count = 0;
+        items [count++] = (zmq_pollitem_t) { zsock_resolve (self->pipe), 0, ZMQ_POLLIN, 0 };
+        int tick_index = -1, report_index = -1;
+        if (self->ticks) {
+            tick_index = count;
+            items [count++] = (zmq_pollitem_t) { zsock_resolve (self->ticks), 0, ZMQ_POLLIN, 0 };
+        }
+        if (self->producer) {
+            report_index = count;
+            items [count++] = (zmq_pollitem_t) { NULL, mx_producer_fd (self->producer), ZMQ_POLLIN, 0 };
+        }
+        int64_t deadline = self->batch ? self->batch_deadline : self->next_round;
+        if (zmq_poll (items, count, mx_clock_timeout (self->clock, deadline)) < 0 && zmq_errno () != EINTR)
+            break;
+        if (items [0].revents & ZMQ_POLLIN) {
+            s_handle_pipe (self);
+            continue;
+        }
+        if (tick_index >= 0 && (items [tick_index].revents & ZMQ_POLLIN)) {
+            char *tick = zstr_recv (self->ticks);
+            zstr_free (&tick);
+        }
+        if (report_index >= 0 && (items [report_index].revents & ZMQ_POLLIN))
+            s_reports (self);
+        int64_t now = mx_clock_now (self->clock);
+        if (self->batch && now >= self->batch_deadline)
+            s_overdue (self);
+        else
+        if (!self->batch && self->started && now >= self->next_round)
+            s_round (self);
+    }
+    s_batch_free (self);
+    mx_producer_destroy (&self->producer);
+    mx_pg_disconnect (&self->pg);
+    zsock_destroy (&self->ticks);
+    free (self->last_problem);
+}

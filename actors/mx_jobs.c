@@ -1,0 +1,262 @@
+/*  mx_jobs - see mx_jobs.h.
+
+    The daily run is a small state machine: each turn of the loop runs one
+    batch of the current step and goes back to the poller with a zero
+    timeout, so $TERM is seen between any two batches.
+*/
+#include "mx_jobs.h"
+//  The repository of the same name, by path: both headers are mx_jobs.h.
+#include "../db/mx_jobs.h"
+
+#include <assert.h>
+
+#include "mx_flight.h"
+#include "mx_log.h"
+#include "mx_pg.h"
+
+#define ACTOR "jobs"
+//  Rows per transaction of every job.
+#define S_BATCH 500
+//  A failed run starts again after this.
+#define S_RETRY_MS (5 * 60 * 1000)
+#define S_DAY_MS (24LL * 3600 * 1000)
+
+typedef enum { S_IDLE, S_HISTORY, S_SNAP_LOG, S_ARCHIVE } s_step_t;
+
+typedef struct {
+    zsock_t *pipe;
+    const mx_actor_args_t *args;
+    const mx_config_t *config;
+    mx_clock_t *clock;
+    zsock_t *ticks;
+    bool terminated;
+    PGconn *pg;
+    mx_tz_t *zone;
+    s_step_t step;
+    int64_t next_run;           //  INT64_MAX before START
+    int64_t last_day;           //  local day of the last run started, -1 = none
+    //  The current run: bounds fixed when it starts, and what it did.
+    int64_t started_at;
+    mx_jobs_history_t history;
+    int64_t snap_log_before;
+    int64_t archive_before;
+    int64_t flights_moved;
+    int64_t tombstones;
+    int64_t snap_log_deleted;
+    int64_t archived;
+} s_jobs_t;
+
+int64_t
+mx_jobs_next_run (const mx_tz_t *zone, int run_at, int64_t now_ms, int64_t last_day)
+{
+    assert (zone);
+    assert (run_at >= 0 && run_at < 24 * 60);
+    int64_t today = mx_tz_local_day (zone, now_ms);
+    int64_t day = last_day == today ? today + 1 : today;
+    int year, month, mday;
+    mx_tz_civil_from_days (day, &year, &month, &mday);
+    int64_t at = mx_tz_local_to_utc (zone, year, month, mday, run_at / 60, run_at % 60, 0);
+    return at > now_ms ? at : now_ms;
+}
+
+static int
+s_pg (s_jobs_t *self, char **error)
+{
+    if (self->pg && PQstatus (self->pg) == CONNECTION_OK)
+        return 0;
+    mx_pg_disconnect (&self->pg);
+    self->pg = mx_pg_connect (self->config->pg_conninfo, "msgxd-jobs", self->config->pg_statement_timeout, error);
+    return self->pg ? 0 : -1;
+}
+
+static void
+s_begin_run (s_jobs_t *self)
+{
+    const mx_config_t *config = self->config;
+    int64_t now = mx_clock_now (self->clock);
+    self->started_at = now;
+    self->last_day = mx_tz_local_day (self->zone, now);
+    int64_t today = mx_flight_operation_day (self->zone, now, (int) config->operation_day_cutoff_hour);
+    self->history = (mx_jobs_history_t) {
+        .before_day = today - config->history_retention_days,
+        .quiet_before_ms = now - config->history_quiet_days * S_DAY_MS
+    };
+    self->snap_log_before = now - config->history_snap_log_retention_days * S_DAY_MS;
+    self->archive_before = now - config->archive_after_days * S_DAY_MS;
+    self->flights_moved = self->tombstones = self->snap_log_deleted = self->archived = 0;
+    self->step = S_HISTORY;
+}
+
+//  The store is off: say what would move, move nothing.
+static int
+s_history_disabled (s_jobs_t *self, char **error)
+{
+    int64_t count = 0;
+    if (mx_jobs_history_count (self->pg, &self->history, &count, error))
+        return -1;
+    mx_log_emit (MX_LOG_INFO, ACTOR, json_pack ("{s:I}", "flights_due", (json_int_t) count),
+                 "history sweep skipped: msgx.history.history-store-enabled=false, %" PRId64
+                 " flight%s due for history, nothing deleted", count, count == 1 ? "" : "s");
+    return 0;
+}
+
+//  One batch of the current step; moves to the next step when a batch
+//  comes back short. Returns -1 on failure.
+static int
+s_run_step (s_jobs_t *self, char **error)
+{
+    if (s_pg (self, error))
+        return -1;
+    int64_t now = mx_clock_now (self->clock);
+    int done = 0;
+    switch (self->step) {
+        case S_HISTORY: {
+            if (!self->config->history_history_store_enabled) {
+                if (s_history_disabled (self, error))
+                    return -1;
+                break;
+            }
+            int tombstones = 0;
+            if (mx_jobs_history_batch (self->pg, &self->history, S_BATCH, now, &done, &tombstones, error))
+                return -1;
+            self->flights_moved += done;
+            self->tombstones += tombstones;
+            break;
+        }
+        case S_SNAP_LOG:
+            if (mx_jobs_snap_log_batch (self->pg, self->snap_log_before, S_BATCH, &done, error))
+                return -1;
+            self->snap_log_deleted += done;
+            break;
+        case S_ARCHIVE:
+            if (mx_jobs_archive_batch (self->pg, self->archive_before, S_BATCH, now, &done, error))
+                return -1;
+            self->archived += done;
+            break;
+        case S_IDLE:
+            assert (!"jobs: no step to run");
+    }
+    if (done == S_BATCH)
+        return 0;
+    self->step = self->step == S_HISTORY ? S_SNAP_LOG : self->step == S_SNAP_LOG ? S_ARCHIVE : S_IDLE;
+    if (self->step == S_IDLE) {
+        mx_log_emit (MX_LOG_INFO, ACTOR,
+                     json_pack ("{s:I,s:I,s:I,s:I}", "flights_moved", (json_int_t) self->flights_moved,
+                                "tombstones", (json_int_t) self->tombstones,
+                                "snap_log_deleted", (json_int_t) self->snap_log_deleted,
+                                "archived", (json_int_t) self->archived),
+                     "daily jobs done: %" PRId64 " flights to history (%" PRId64 " tombstones), %" PRId64
+                     " snapshot log rows deleted, %" PRId64 " proc_state rows archived",
+                     self->flights_moved, self->tombstones, self->snap_log_deleted, self->archived);
+        self->next_run = mx_jobs_next_run (self->zone, self->config->history_run_at, mx_clock_now (self->clock),
+                                           self->last_day);
+    }
+    return 0;
+}
+
+static void
+s_turn (s_jobs_t *self)
+{
+    if (self->step == S_IDLE) {
+        if (mx_clock_now (self->clock) < self->next_run)
+            return;
+        s_begin_run (self);
+    }
+    char *error = NULL;
+    if (s_run_step (self, &error) == 0)
+        return;
+    //  Committed batches stay; the run starts over later and finds only
+    //  what is left.
+    const char *names [] = { "", "history sweep", "snapshot log retention", "archive" };
+    mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:s}", "error_class", "INFRA"),
+                 "%s failed: %s; the daily jobs run again in %d minutes", names [self->step],
+                 error ? error : "unknown error", S_RETRY_MS / 60000);
+    free (error);
+    if (mx_pg_is_connection_error (self->pg))
+        mx_pg_disconnect (&self->pg);
+    self->step = S_IDLE;
+    self->last_day = -1;
+    self->next_run = mx_clock_now (self->clock) + S_RETRY_MS;
+}
+
+static void
+s_handle_pipe (s_jobs_t *self)
+{
+    zmsg_t *rest = NULL;
+    mx_cmd_t cmd = mx_cmd_recv (self->pipe, &rest);
+    if (!rest) {
+        self->terminated = true;
+        return;
+    }
+    switch (cmd) {
+        case MX_CMD_TERM:
+            self->terminated = true;
+            break;
+        case MX_CMD_START: {
+            char *error = NULL;
+            self->zone = mx_tz_load (self->config->operation_day_zone, &error);
+            if (!self->zone) {
+                char *reason = zsys_sprintf ("airport time zone: %s", error);
+                mx_actor_reply_failed (self->pipe, reason);
+                free (reason);
+                free (error);
+                break;
+            }
+            int run_at = self->config->history_run_at;
+            char *detail = zsys_sprintf ("daily after %02d:%02d %s; history store %s", run_at / 60, run_at % 60,
+                                         mx_tz_name (self->zone),
+                                         self->config->history_history_store_enabled ? "on" : "off (nothing deleted)");
+            mx_actor_reply_started (self->pipe, detail);
+            free (detail);
+            self->next_run = mx_jobs_next_run (self->zone, run_at, mx_clock_now (self->clock), -1);
+            break;
+        }
+        case MX_CMD_PAUSE:
+        case MX_CMD_RESUME:
+            break;              //  jobs are off the FIFO path
+        default:
+            assert (!"jobs: unexpected command");
+    }
+    mx_cmd_done (&rest);
+}
+
+void
+mx_jobs_actor (zsock_t *pipe, void *args)
+{
+    s_jobs_t self_s = { 0 };
+    s_jobs_t *self = &self_s;
+    self->pipe = pipe;
+    self->args = (const mx_actor_args_t *) args;
+    self->config = self->args->config;
+    self->clock = self->args->clock;
+    if (mx_clock_endpoint (self->clock))
+        self->ticks = zsock_new_sub (mx_clock_endpoint (self->clock), "");
+    self->step = S_IDLE;
+    self->next_run = INT64_MAX;
+    self->last_day = -1;
+    zsock_signal (pipe, 0);
+
+    while (!self->terminated) {
+        //  Mid-run: only look at the pipe between batches.
+        int timeout = self->step != S_IDLE ? 0 : mx_clock_timeout (self->clock, self->next_run);
+        zmq_pollitem_t items [] = {
+            { zsock_resolve (self->pipe), 0, ZMQ_POLLIN, 0 },
+            { self->ticks ? zsock_resolve (self->ticks) : NULL, 0, ZMQ_POLLIN, 0 }
+        };
+        if (zmq_poll (items, self->ticks ? 2 : 1, timeout) < 0 && zmq_errno () != EINTR)
+            break;
+        if (items [0].revents & ZMQ_POLLIN) {
+            s_handle_pipe (self);
+            continue;
+        }
+        if (self->ticks && (items [1].revents & ZMQ_POLLIN)) {
+            char *tick = zstr_recv (self->ticks);
+            zstr_free (&tick);
+        }
+        if (self->zone)
+            s_turn (self);
+    }
+    mx_pg_disconnect (&self->pg);
+    mx_tz_destroy (&self->zone);
+    zsock_destroy (&self->ticks);
+}

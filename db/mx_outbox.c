@@ -1,0 +1,278 @@
+/*  mx_outbox - see mx_outbox.h.  */
+#include "mx_outbox.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mx_bulk.h"
+#include "mx_pg.h"
+
+//  A bigint ms parameter as timestamptz, and a timestamptz column as bigint
+//  ms (-1 for NULL).
+#define TS(n) "to_timestamp ($" #n "::bigint / 1000.0)"
+#define MS(col) "coalesce ((extract (epoch FROM " col ") * 1000)::bigint, -1)"
+
+//  TYPE/STYP of the message that made an event; the row may have been
+//  archived since.
+#define S_SOURCE \
+    " CASE WHEN coalesce (p.msg_type, h.msg_type) IS NULL THEN NULL" \
+    "      ELSE coalesce (p.msg_type, h.msg_type) || coalesce ('/' || coalesce (p.msg_styp, h.msg_styp), '') END"
+#define S_SOURCE_JOIN(alias) \
+    " LEFT JOIN proc_state p ON p.msg_id = " alias ".msg_id" \
+    " LEFT JOIN proc_state_hst h ON h.msg_id = " alias ".msg_id AND p.msg_id IS NULL"
+
+//  Column order of both takes.
+enum {
+    S_COL_EVENT_ID, S_COL_FLID, S_COL_KEY, S_COL_TYPE, S_COL_VERSION, S_COL_MSG_ID, S_COL_PAYLOAD,
+    S_COL_SOURCE, S_COL_ATTEMPTS, S_COL_NEXT_AT
+};
+
+static char *
+s_strdup_or_null (const char *text)
+{
+    return text ? strdup (text) : NULL;
+}
+
+void
+mx_outbox_batch_destroy (mx_outbox_batch_t **self_p)
+{
+    assert (self_p);
+    mx_outbox_batch_t *self = *self_p;
+    if (!self)
+        return;
+    for (size_t i = 0; i < self->count; i++) {
+        free (self->events [i].key);
+        free (self->events [i].event_type);
+        free (self->events [i].payload);
+        free (self->events [i].source);
+    }
+    free (self->events);
+    free (self);
+    *self_p = NULL;
+}
+
+void
+mx_outbox_headers (const mx_outbox_event_t *event, mx_outbox_headers_t *self)
+{
+    assert (event && self);
+    snprintf (self->event_id, sizeof self->event_id, "%" PRId64, event->event_id);
+    snprintf (self->msg_id, sizeof self->msg_id, "%" PRId64, event->msg_id);
+    snprintf (self->state_version, sizeof self->state_version, "%" PRId64, event->state_version);
+    size_t count = 0;
+    self->items [count++] = (mx_producer_header_t) { "msgx-event-id", self->event_id };
+    if (event->msg_id > 0)
+        self->items [count++] = (mx_producer_header_t) { "msgx-msg-id", self->msg_id };
+    self->items [count++] = (mx_producer_header_t) { "msgx-state-version", self->state_version };
+    self->items [count++] = (mx_producer_header_t) { "msgx-event-type", event->event_type };
+    if (event->source)
+        self->items [count++] = (mx_producer_header_t) { "msgx-source", event->source };
+    self->count = count;
+}
+
+static mx_outbox_batch_t *
+s_batch_new (size_t room)
+{
+    mx_outbox_batch_t *self = (mx_outbox_batch_t *) calloc (1, sizeof (mx_outbox_batch_t));
+    assert (self);
+    self->events = (mx_outbox_event_t *) calloc (room + 1, sizeof (mx_outbox_event_t));
+    assert (self->events);
+    self->waiting_until = -1;
+    return self;
+}
+
+static void
+s_batch_add (mx_outbox_batch_t *self, const PGresult *res, int row)
+{
+    mx_outbox_event_t *event = &self->events [self->count++];
+    event->event_id = mx_pg_get_int64 (res, row, S_COL_EVENT_ID);
+    event->flid = mx_pg_get_int64 (res, row, S_COL_FLID);
+    event->key = strdup (mx_pg_get_text (res, row, S_COL_KEY));
+    event->event_type = strdup (mx_pg_get_text (res, row, S_COL_TYPE));
+    event->state_version = mx_pg_get_int64 (res, row, S_COL_VERSION);
+    event->msg_id = mx_pg_get_int64 (res, row, S_COL_MSG_ID);
+    event->payload = s_strdup_or_null (mx_pg_get_text (res, row, S_COL_PAYLOAD));
+    event->source = s_strdup_or_null (mx_pg_get_text (res, row, S_COL_SOURCE));
+    event->attempts = (int) mx_pg_get_int64 (res, row, S_COL_ATTEMPTS);
+}
+
+int
+mx_outbox_take (PGconn *conn, const char *target, size_t limit, int64_t now_ms,
+                mx_outbox_batch_t **batch, char **error)
+{
+    assert (conn && target && batch);
+    *batch = NULL;
+    char limit_text [MX_PG_INT64_BUFSIZE];
+    const char *params [] = { target, mx_pg_int64_text ((int64_t) limit, limit_text) };
+    PGresult *res = NULL;
+    if (mx_pg_exec (conn,
+            "SELECT e.event_id, e.flid, e.partition_key, e.event_type, e.state_version, coalesce (e.msg_id, 0),"
+            " e.payload," S_SOURCE ", e.attempts, " MS ("e.next_attempt_at")
+            " FROM (SELECT * FROM msg_event WHERE target = $1 AND state = 'PENDING'"
+            "       ORDER BY event_id LIMIT $2::bigint) e"
+            S_SOURCE_JOIN ("e")
+            " ORDER BY e.event_id",
+            2, params, &res, error))
+        return -1;
+    mx_outbox_batch_t *self = s_batch_new ((size_t) PQntuples (res));
+    for (int row = 0; row < PQntuples (res); row++) {
+        int64_t due = mx_pg_get_int64 (res, row, S_COL_NEXT_AT);
+        if (due > now_ms) {
+            self->waiting_until = due;
+            break;
+        }
+        s_batch_add (self, res, row);
+    }
+    PQclear (res);
+    *batch = self;
+    return 0;
+}
+
+int
+mx_outbox_take_schd (PGconn *conn, size_t limit, int64_t now_ms, mx_outbox_batch_t **batch, char **error)
+{
+    assert (conn && batch);
+    *batch = NULL;
+    char limit_text [MX_PG_INT64_BUFSIZE], now [MX_PG_INT64_BUFSIZE];
+    const char *params [] = { mx_pg_int64_text ((int64_t) limit, limit_text), mx_pg_int64_text (now_ms, now) };
+    PGresult *res = NULL;
+    //  The newest event of a FLID is the last one committed: versions rise
+    //  with event_id while a flight lives, and event_id still orders right
+    //  when a FLID comes back after the history sweep with fresh versions.
+    if (mx_pg_exec (conn,
+            "WITH pending AS ("
+            "  SELECT DISTINCT ON (flid) event_id, flid, partition_key, event_type, state_version, msg_id,"
+            "   payload, attempts, next_attempt_at, min (event_id) OVER (PARTITION BY flid) AS first_id"
+            "  FROM msg_event WHERE target = '" MX_OUTBOX_TARGET_SCHD "' AND state = 'PENDING'"
+            "  ORDER BY flid, event_id DESC)"
+            " SELECT r.event_id, r.flid, r.partition_key, r.event_type, r.state_version, coalesce (r.msg_id, 0),"
+            "  r.payload," S_SOURCE ", r.attempts, " MS ("r.next_attempt_at")
+            " FROM (SELECT * FROM pending WHERE next_attempt_at IS NULL OR next_attempt_at <= " TS (2)
+            "       ORDER BY first_id LIMIT $1::bigint) r"
+            S_SOURCE_JOIN ("r")
+            " ORDER BY r.first_id",
+            2, params, &res, error))
+        return -1;
+    int rows = PQntuples (res);
+    mx_outbox_batch_t *self = s_batch_new ((size_t) rows);
+    for (int row = 0; row < rows; row++)
+        s_batch_add (self, res, row);
+    PQclear (res);
+    *batch = self;
+    return 0;
+}
+
+static int
+s_mark (PGconn *conn, const char *sql, const int64_t *event_ids, size_t count, int64_t now_ms, int *marked,
+        char **error)
+{
+    if (marked)
+        *marked = 0;
+    if (count == 0)
+        return 0;
+    char *ids = mx_bulk_int_array (event_ids, count);
+    char now [MX_PG_INT64_BUFSIZE];
+    const char *params [] = { ids, mx_pg_int64_text (now_ms, now) };
+    PGresult *res = NULL;
+    int rc = mx_pg_exec (conn, sql, 2, params, &res, error);
+    free (ids);
+    if (rc)
+        return -1;
+    if (marked)
+        *marked = atoi (PQcmdTuples (res));
+    PQclear (res);
+    return 0;
+}
+
+int
+mx_outbox_mark_sent (PGconn *conn, const int64_t *event_ids, size_t count, int64_t now_ms, int *marked,
+                     char **error)
+{
+    assert (conn && (event_ids || count == 0));
+    return s_mark (conn,
+        "UPDATE msg_event SET state = 'SENT', sent_at = " TS (2)
+        " WHERE event_id = ANY ($1::bigint[]) AND state = 'PENDING'",
+        event_ids, count, now_ms, marked, error);
+}
+
+int
+mx_outbox_mark_schd_sent (PGconn *conn, const int64_t *event_ids, size_t count, int64_t now_ms, int *marked,
+                          char **error)
+{
+    assert (conn && (event_ids || count == 0));
+    return s_mark (conn,
+        "UPDATE msg_event e SET state = 'SENT', sent_at = " TS (2) ","
+        " merged_into = CASE WHEN e.event_id = s.event_id THEN NULL ELSE s.event_id END"
+        " FROM (SELECT event_id, flid FROM msg_event WHERE event_id = ANY ($1::bigint[])"
+        "       AND target = '" MX_OUTBOX_TARGET_SCHD "') s"
+        " WHERE e.target = '" MX_OUTBOX_TARGET_SCHD "' AND e.state = 'PENDING'"
+        " AND e.flid = s.flid AND e.event_id <= s.event_id",
+        event_ids, count, now_ms, marked, error);
+}
+
+int
+mx_outbox_fail (PGconn *conn, const mx_outbox_failure_t *failures, size_t count, int max_attempts,
+                const int64_t *backoff, size_t backoff_count, int64_t now_ms,
+                mx_outbox_outcome_t *outcomes, size_t *done, char **error)
+{
+    assert (conn && (failures || count == 0));
+    assert (backoff && backoff_count > 0 && max_attempts > 0);
+    if (done)
+        *done = 0;
+    if (count == 0)
+        return 0;
+    int64_t *ids = (int64_t *) calloc (count, sizeof (int64_t));
+    const char **reasons = (const char **) calloc (count, sizeof (char *));
+    assert (ids && reasons);
+    for (size_t i = 0; i < count; i++) {
+        ids [i] = failures [i].event_id;
+        reasons [i] = failures [i].reason ? failures [i].reason : "unknown failure";
+    }
+    char *id_array = mx_bulk_int_array (ids, count);
+    char *reason_array = mx_bulk_text_array (reasons, count);
+    char *steps = mx_bulk_int_array (backoff, backoff_count);
+    char limit [MX_PG_INT64_BUFSIZE], now [MX_PG_INT64_BUFSIZE];
+    const char *params [] = {
+        id_array, reason_array, mx_pg_int64_text (max_attempts, limit), mx_pg_int64_text (now_ms, now), steps
+    };
+    PGresult *res = NULL;
+    int rc = mx_pg_exec (conn,
+        "WITH failed AS ("
+        "  UPDATE msg_event e SET attempts = e.attempts + 1, last_error = u.reason,"
+        "   state = CASE WHEN e.attempts + 1 >= $3::int THEN 'DEAD' ELSE 'PENDING' END,"
+        "   next_attempt_at = CASE WHEN e.attempts + 1 >= $3::int THEN NULL"
+        "    ELSE to_timestamp (($4::bigint"
+        "         + ($5::bigint[]) [least (e.attempts + 1, cardinality ($5::bigint[]))]) / 1000.0) END"
+        "  FROM unnest ($1::bigint[], $2::text[]) AS u (id, reason)"
+        "  WHERE e.event_id = u.id AND e.state = 'PENDING'"
+        "  RETURNING e.event_id, e.target, e.flid, e.state, e.attempts, e.next_attempt_at),"
+        " superseded AS ("
+        "  UPDATE msg_event o SET state = 'DEAD', merged_into = f.event_id,"
+        "   last_error = 'superseded by event ' || f.event_id || ', which is DEAD'"
+        "  FROM failed f"
+        "  WHERE f.state = 'DEAD' AND f.target = '" MX_OUTBOX_TARGET_SCHD "'"
+        "  AND o.target = '" MX_OUTBOX_TARGET_SCHD "' AND o.state = 'PENDING'"
+        "  AND o.flid = f.flid AND o.event_id < f.event_id)"
+        " SELECT event_id, attempts, state = 'DEAD', " MS ("next_attempt_at") " FROM failed",
+        5, params, &res, error);
+    free (id_array);
+    free (reason_array);
+    free (steps);
+    free (ids);
+    free (reasons);
+    if (rc)
+        return -1;
+    size_t rows = (size_t) PQntuples (res);
+    for (size_t row = 0; outcomes && row < rows && row < count; row++) {
+        outcomes [row].event_id = mx_pg_get_int64 (res, (int) row, 0);
+        outcomes [row].attempts = (int) mx_pg_get_int64 (res, (int) row, 1);
+        outcomes [row].dead = strcmp (PQgetvalue (res, (int) row, 2), "t") == 0;
+        outcomes [row].next_attempt_at = mx_pg_get_int64 (res, (int) row, 3);
+    }
+    if (done)
+        *done = rows;
+    PQclear (res);
+    return 0;
+}
