@@ -1,16 +1,22 @@
 /*  The pipeline actors control starts once the instance is active, in
     start order, stopped in reverse (see docs/architecture.md).  */
 #include "mx_actor.h"
+#include "mx_backfill_actor.h"
 #include "mx_http.h"
 #include "mx_ingress.h"
+#include "mx_jobs_actor.h"
 #include "mx_processor.h"
 #include "mx_pump.h"
+#include "mx_requests_actor.h"
 
 const mx_actor_def_t mx_pipeline_actors [] = {
     //  The processor binds the data socket the pump connects to.
     { "processor", mx_processor_actor, true },
     { "pump", mx_pump_actor, true },
     { "ingress", mx_ingress_actor, true },
+    { "requests", mx_requests_actor, true },
+    { "backfill", mx_backfill_actor, true },
+    { "jobs", mx_jobs_actor, false },
     { "http", mx_http_actor, false },
 };
 const size_t mx_pipeline_actor_count = sizeof mx_pipeline_actors / sizeof mx_pipeline_actors [0];

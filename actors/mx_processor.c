@@ -25,6 +25,7 @@
 #include "mx_mailbox.h"
 #include "mx_pg.h"
 #include "mx_procstate.h"
+#include "mx_requests.h"
 #include "mx_sis.h"
 #include "mx_sis_body.h"
 #include "mx_tz.h"
@@ -362,8 +363,23 @@ s_apply_reference (s_processor_t *self, int64_t msg_id, const mx_sis_msg_t *msg)
     if (mx_reference_apply (self->pg, reference, msg_id, mx_clock_now (self->clock), &changed, &error))
         outcome = s_broken (msg_id, "cannot apply reference data", error);
     else {
-        char text [64];
-        snprintf (text, sizeof text, "%s rows changed %d", reference->rtype, changed);
+        //  A reference response closes the open request of its list when it
+        //  matches; the data is applied either way.
+        const char *closed = "";
+        if (strcmp (reference->styp, "RESP") == 0) {
+            int64_t request_id = 0;
+            const char *why = NULL;
+            int matched = mx_requests_match_reference_resp (self->pg, reference->rtype, mx_sis_meta (msg)->dttm_ms,
+                                                            msg_id, mx_clock_now (self->clock), &request_id, &why,
+                                                            &error);
+            if (matched < 0) {
+                mx_reference_destroy (&reference);
+                return s_broken (msg_id, "cannot match the response to a request", error);
+            }
+            closed = matched ? "; request closed" : "; no open request matched";
+        }
+        char text [96];
+        snprintf (text, sizeof text, "%s rows changed %d%s", reference->rtype, changed, closed);
         outcome = s_finish (self, msg_id, MX_STATE_SUCCEEDED, MX_ERR_NONE, NULL, text);
     }
     mx_reference_destroy (&reference);
@@ -403,6 +419,23 @@ s_dispatch (s_processor_t *self, int64_t msg_id, const mx_sis_msg_t *msg)
         case MX_SIS_KIND_SCHD_DEL:
             outcome = s_apply_schedule_del (self, msg_id, msg);
             break;
+        case MX_SIS_KIND_SCHD_RESP: {
+            //  A schedule response is applied only when it answers an open
+            //  RQFD (degraded rule, audited); the match and the snapshot
+            //  commit or roll back together.
+            int64_t request_id = 0;
+            const char *why = NULL;
+            int matched = mx_requests_match_schedule_resp (self->pg, meta->dttm_ms, msg_id,
+                                                           mx_clock_now (self->clock), &request_id, &why, &error);
+            if (matched < 0)
+                outcome = s_broken (msg_id, "cannot match the response to a request", error);
+            else
+            if (matched == 0)
+                outcome = s_business_terminal (self, msg_id, MX_STATE_SKIPPED, MX_ERR_NONE, NULL, why);
+            else
+                outcome = s_apply_schedule (self, msg_id, msg);
+            break;
+        }
         case MX_SIS_KIND_REFERENCE:
             outcome = s_apply_reference (self, msg_id, msg);
             break;

@@ -121,6 +121,8 @@ mx_log_stop (void)
     free (s_log.ring);
     s_log.ring = NULL;
     s_log.started = false;
+    //  Back to stderr: the caller may close the fd it gave us.
+    s_log.fd = 2;
     pthread_mutex_unlock (&s_log.lock);
 }
 

@@ -20,17 +20,17 @@ struct _mx_producer_t {
     int fds [2];                        //  librdkafka writes [1], the owner polls [0]
     size_t outstanding;
     char *fatal;                        //  reason of a fatal error, NULL while usable
-    char *last_error;                   //  logged once until it changes
+    int last_error;                     //  error code logged once until an acknowledgement
 };
 
 static void
 s_log_cb (const rd_kafka_t *rk, int level, const char *facility, const char *text)
 {
     const mx_producer_t *self = (const mx_producer_t *) rd_kafka_opaque (rk);
-    //  Problems worth a look also come as error events (logged once per
-    //  text in the owner's thread); the rest is for debugging.
-    mx_log_emit (level <= 3 ? MX_LOG_WARN : MX_LOG_DEBUG, self ? self->name : "kafka",
-                 json_pack ("{s:s}", "facility", facility), "kafka: %s", text);
+    //  Errors also come as error events, logged once per kind in the
+    //  owner's thread: here they are only for debugging.
+    mx_log_level_t ours = level <= 2 ? MX_LOG_ERROR : level == 4 ? MX_LOG_WARN : MX_LOG_DEBUG;
+    mx_log_emit (ours, self ? self->name : "kafka", json_pack ("{s:s}", "facility", facility), "kafka: %s", text);
 }
 
 static int
@@ -170,7 +170,6 @@ mx_producer_destroy (mx_producer_t **self_p)
             close (self->fds [i]);
     free (self->name);
     free (self->fatal);
-    free (self->last_error);
     free (self);
     *self_p = NULL;
 }
@@ -226,11 +225,13 @@ s_error_event (mx_producer_t *self, rd_kafka_event_t *event)
                      "Kafka producer failed: %s; a new one takes over", reason);
         return;
     }
-    if (self->last_error && strcmp (self->last_error, text) == 0)
+    //  Brokers down keep failing with new texts: one line per kind of
+    //  error until Kafka acknowledges again.
+    int code = (int) rd_kafka_event_error (event);
+    if (self->last_error == code)
         return;
     mx_log_emit (MX_LOG_WARN, self->name, json_pack ("{s:s}", "error_class", "INFRA"), "Kafka: %s", text);
-    free (self->last_error);
-    self->last_error = strdup (text);
+    self->last_error = code;
 }
 
 size_t
@@ -251,18 +252,20 @@ mx_producer_drain (mx_producer_t *self, mx_producer_report_fn *fn, void *arg)
         if (rd_kafka_event_type (event) == RD_KAFKA_EVENT_DR) {
             const rd_kafka_message_t *message;
             while ((message = rd_kafka_event_message_next (event))) {
+                char reason [256];
+                snprintf (reason, sizeof reason, "%s: %s", rd_kafka_err2name (message->err),
+                          rd_kafka_err2str (message->err));
                 mx_producer_report_t report = {
                     .tag = (uint64_t) (uintptr_t) message->_private,
                     .acked = message->err == RD_KAFKA_RESP_ERR_NO_ERROR,
-                    .reason = message->err ? rd_kafka_message_errstr (message) : NULL,
+                    .reason = message->err ? reason : NULL,
                     .possibly_persisted = rd_kafka_message_status (message) == RD_KAFKA_MSG_STATUS_POSSIBLY_PERSISTED,
                     .partition = message->partition,
                     .offset = message->offset
                 };
                 if (report.acked && self->last_error) {
                     mx_info (self->name, "Kafka acknowledges again");
-                    free (self->last_error);
-                    self->last_error = NULL;
+                    self->last_error = 0;
                 }
                 assert (self->outstanding > 0);
                 self->outstanding--;

@@ -32,6 +32,8 @@ typedef enum {
     S_BOUNDS,
     S_EXISTING,
     S_READ_RANGE,
+    S_OUT_INSERT,
+    S_OUT_FIND,
     S_STMT_COUNT
 } s_stmt_id_t;
 
@@ -63,12 +65,25 @@ static const char *s_sql [S_STMT_COUNT] = {
         "SELECT CMINMSGS_ID, LENGTH(CMINMSGS_CLOB_MSG),"
         " CASE WHEN LENGTH(CMINMSGS_CLOB_MSG) <= ? THEN CMINMSGS_CLOB_MSG END"
         " FROM CMINMSGS WHERE CMINMSGS_ID BETWEEN ? AND ? ORDER BY CMINMSGS_ID",
+    //  WIRE §1: the flag columns are written 0.
+    [S_OUT_INSERT] =
+        "INSERT INTO COUTMSGS (COUTMSGS_CLOB_MSG, COUTMSGS_DATE_INSERTED, ROUTINGID,"
+        " COUTMSGS_TRUEFALS_GROUP, COUTMSGS_NO_MESSAGES, COUTMSGS_GROUP_ORDER, COUTMSGS_GROUP_ID,"
+        " COUTMSGS_FINAL_GROUP_IND, COUTMSGS_ACK_REQD, COUTMSGS_ACK_RESEND_TIMES,"
+        " COUTMSGS_ACK_DATE_RECV, COUTMSGS_ENCRYPT, COUTMSGS_ERROR)"
+        " VALUES (?, FROM_UNIXTIME(?), ?, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)",
+    //  The SEQN marker is a bound value; LOCATE needs no LIKE escaping.
+    [S_OUT_FIND] =
+        "SELECT COUTMSGS_ID, " S_EPOCH_MS ("COUTMSGS_DATE_INSERTED") ", " S_EPOCH_MS ("COUTMSGS_DATE_SENT")
+        " FROM COUTMSGS WHERE ROUTINGID = ? AND COUTMSGS_DATE_INSERTED >= FROM_UNIXTIME(?)"
+        " AND LOCATE(?, COUTMSGS_CLOB_MSG) > 0 ORDER BY COUTMSGS_ID LIMIT 1",
 };
 
 static const char *s_stmt_names [S_STMT_COUNT] = {
     [S_SCAN] = "scan", [S_READ] = "read", [S_INSERT] = "insert", [S_MARK] = "mark",
     [S_EXISTS] = "mark lookup", [S_BOUNDS] = "bounds", [S_EXISTING] = "existing",
-    [S_READ_RANGE] = "range read",
+    [S_READ_RANGE] = "range read", [S_OUT_INSERT] = "outbound insert",
+    [S_OUT_FIND] = "outbound lookup",
 };
 
 struct _mx_mailbox_t {
@@ -824,6 +839,133 @@ mx_mailbox_existing (mx_mailbox_t *self, int64_t from, int64_t to,
     int rc = s_run (self, s_existing, &args, S_RETRY_ONCE, error);
     *count = rc == 0 ? args.count : 0;
     return rc == 0 ? 0 : -1;
+}
+
+//  ---------------------------------------------------------------------
+//  Outbound requests (COUTMSGS)
+
+static const char *
+s_routing (const mx_mailbox_t *self, mx_request_kind_t kind)
+{
+    return kind == MX_REQUEST_RQFD ? self->config->mailbox_outbound_routing_rqfd
+                                   : self->config->mailbox_outbound_routing_rqrd;
+}
+
+typedef struct {
+    const char *xml;
+    unsigned long size;
+    long long inserted_s;
+    const char *routing;
+    unsigned long routing_size;
+    int64_t id;
+} s_out_insert_t;
+
+static int
+s_out_insert (mx_mailbox_t *self, void *args_, char **error)
+{
+    s_out_insert_t *args = (s_out_insert_t *) args_;
+    MYSQL_BIND params [3];
+    s_bind_string (&params [0], args->xml, &args->size);
+    s_bind_longlong (&params [1], &args->inserted_s, NULL);
+    s_bind_string (&params [2], args->routing, &args->routing_size);
+    MYSQL_STMT *stmt = s_execute (self, S_OUT_INSERT, params, error);
+    if (!stmt)
+        return -1;
+    args->id = (int64_t) mysql_stmt_insert_id (stmt);
+    if (args->id <= 0) {
+        s_set_error (error, "mailbox outbound insert: the server returned no COUTMSGS_ID");
+        return -1;
+    }
+    return 0;
+}
+
+int
+mx_mailbox_outbound_insert (mx_mailbox_t *self, mx_request_kind_t kind, const char *xml, size_t size,
+                            int64_t now_ms, int64_t *id, char **error)
+{
+    assert (self);
+    assert (xml && id);
+    assert (now_ms >= 0);
+    *id = 0;
+    if (self->config->shadow) {
+        s_set_error (error, "shadow mode: msgx.shadow = true forbids writing requests into COUTMSGS");
+        return -1;
+    }
+    const char *routing = s_routing (self, kind);
+    s_out_insert_t args = {
+        .xml = xml, .size = (unsigned long) size, .inserted_s = now_ms / 1000,
+        .routing = routing, .routing_size = (unsigned long) strlen (routing)
+    };
+    //  Never repeated once sent: the row may exist; the caller finds it by
+    //  its SEQN (mx_mailbox_outbound_find) before it ever inserts again.
+    if (s_run (self, s_out_insert, &args, S_PING_FIRST, error))
+        return -1;
+    *id = args.id;
+    return 0;
+}
+
+typedef struct {
+    const char *routing;
+    unsigned long routing_size;
+    long long since_s;
+    char marker [MX_REQUEST_MARKER_BUFSIZE];
+    unsigned long marker_size;
+    mx_outbound_row_t row;
+    bool found;
+} s_out_find_t;
+
+static int
+s_out_find (mx_mailbox_t *self, void *args_, char **error)
+{
+    s_out_find_t *args = (s_out_find_t *) args_;
+    args->found = false;
+    MYSQL_BIND params [3];
+    s_bind_string (&params [0], args->routing, &args->routing_size);
+    s_bind_longlong (&params [1], &args->since_s, NULL);
+    s_bind_string (&params [2], args->marker, &args->marker_size);
+    MYSQL_STMT *stmt = s_execute (self, S_OUT_FIND, params, error);
+    if (!stmt)
+        return -1;
+    long long id = 0, inserted = 0, sent = 0;
+    my_bool inserted_null = 0, sent_null = 0;
+    MYSQL_BIND result [3];
+    s_bind_longlong (&result [0], &id, NULL);
+    s_bind_longlong (&result [1], &inserted, &inserted_null);
+    s_bind_longlong (&result [2], &sent, &sent_null);
+    int rc = 0;
+    if (mysql_stmt_bind_result (stmt, result))
+        rc = s_stmt_failed (self, stmt, S_OUT_FIND, error);
+    int fetched = rc ? MYSQL_NO_DATA : mysql_stmt_fetch (stmt);
+    if (rc == 0 && fetched != 0 && fetched != MYSQL_NO_DATA)
+        rc = s_stmt_failed (self, stmt, S_OUT_FIND, error);
+    if (rc == 0 && fetched == 0) {
+        args->found = true;
+        args->row.id = id;
+        args->row.inserted_ms = inserted_null ? -1 : inserted;
+        args->row.sent_ms = sent_null ? -1 : sent;
+    }
+    mysql_stmt_free_result (stmt);
+    return rc;
+}
+
+int
+mx_mailbox_outbound_find (mx_mailbox_t *self, mx_request_kind_t kind, int seqn, int64_t since_ms,
+                          mx_outbound_row_t *row, char **error)
+{
+    assert (self && row);
+    assert (since_ms >= 0);
+    memset (row, 0, sizeof *row);
+    const char *routing = s_routing (self, kind);
+    s_out_find_t args = {
+        .routing = routing, .routing_size = (unsigned long) strlen (routing), .since_s = since_ms / 1000
+    };
+    mx_request_seqn_marker (seqn, args.marker, sizeof args.marker);
+    args.marker_size = (unsigned long) strlen (args.marker);
+    if (s_run (self, s_out_find, &args, S_RETRY_ONCE, error))
+        return -1;
+    if (args.found)
+        *row = args.row;
+    return args.found ? 1 : 0;
 }
 
 //  ---------------------------------------------------------------------

@@ -1,5 +1,5 @@
-/*  mx_mailbox - every access to the shared MariaDB/MySQL mailbox (CMINMSGS,
-    ../shared/spec/WIRE.md §1).
+/*  mx_mailbox - every access to the shared MariaDB/MySQL mailbox (CMINMSGS
+    and COUTMSGS, ../shared/spec/WIRE.md §1).
 
     One mx_mailbox_t per actor (not thread-safe). The connection is opened
     lazily by the first call and dropped after any failure, so the next call
@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "mx_config.h"
+#include "mx_request.h"
 
 typedef struct _mx_mailbox_t mx_mailbox_t;
 
@@ -105,5 +106,33 @@ typedef struct {
 
 int mx_mailbox_read_range (mx_mailbox_t *self, int64_t from, int64_t to, size_t max_bytes,
                            mx_mailbox_text_t **rows, size_t *count, char **error);
+
+//  ---------------------------------------------------------------------
+//  Outbound requests (COUTMSGS, WIRE.md §1 and §9)
+
+typedef struct {
+    int64_t id;                 //  COUTMSGS_ID
+    int64_t inserted_ms;        //  COUTMSGS_DATE_INSERTED (whole seconds)
+    int64_t sent_ms;            //  COUTMSGS_DATE_SENT, -1 while the upstream has not sent it
+} mx_outbound_row_t;
+
+//  A new COUTMSGS row: the request text, COUTMSGS_DATE_INSERTED = now_ms
+//  (whole seconds), ROUTINGID mailbox.outbound.routing-rqfd or -rqrd by
+//  kind, every flag column 0. *id gets the new COUTMSGS_ID. Refused (-1,
+//  "shadow mode: ...") when msgx.shadow is true. Never retried once sent:
+//  after a failure the row may exist, so look for it with
+//  mx_mailbox_outbound_find before inserting again.
+int
+    mx_mailbox_outbound_insert (mx_mailbox_t *self, mx_request_kind_t kind, const char *xml, size_t size,
+                                int64_t now_ms, int64_t *id, char **error);
+
+//  The first (lowest ID) COUTMSGS row of kind's ROUTINGID, inserted at or
+//  after since_ms (whole seconds), whose text holds <SEQN>nnnnnn</SEQN> of
+//  seqn. The time bound keeps out a row of the same SEQN from an earlier
+//  turn of the counter. 1 found (*row set), 0 none, -1 failure. A read:
+//  allowed in shadow mode.
+int
+    mx_mailbox_outbound_find (mx_mailbox_t *self, mx_request_kind_t kind, int seqn, int64_t since_ms,
+                              mx_outbound_row_t *row, char **error);
 
 #endif

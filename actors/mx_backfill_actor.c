@@ -6,9 +6,9 @@
     ALREADY next time), so a failure anywhere after a write only costs a
     repeat, never a wrong record.
 */
-#include "mx_backfill.h"
+#include "mx_backfill_actor.h"
 //  The repository of the same name, by path: both headers are mx_backfill.h.
-#include "../db/mx_backfill.h"
+#include "mx_backfill.h"
 
 #include <assert.h>
 
@@ -79,7 +79,7 @@ s_pg (s_backfill_t *self)
 
 //  Log and count one recorded outcome.
 static void
-s_report (s_backfill_t *self, const mx_backfill_result_t *result, mx_mark_t mark)
+s_report (s_backfill_t *self, const mx_backfill_result_t *result, mx_mark_t mark, int64_t now)
 {
     json_int_t msg_id = (json_int_t) result->msg_id;
     switch (result->outcome) {
@@ -111,7 +111,7 @@ s_report (s_backfill_t *self, const mx_backfill_result_t *result, mx_mark_t mark
                                     "attempts", result->attempts, "next_at", (json_int_t) result->next_at),
                          "mark of %" PRId64 " failed (attempt %d of %d): %s; next try in %" PRId64 " ms",
                          result->msg_id, result->attempts, self->policy.max_attempts, result->error,
-                         result->next_at - mx_clock_now (self->clock));
+                         result->next_at - now);
             break;
         case MX_BACKFILL_EXHAUSTED:
             self->exhausted++;
@@ -124,16 +124,16 @@ s_report (s_backfill_t *self, const mx_backfill_result_t *result, mx_mark_t mark
     }
 }
 
-//  One gated batch of owed marks with from <= msg_id <= to. Returns 1 when
+//  One gated batch of owed marks with from <= msg_id <= to, due at now
+//  (which also stamps the marks and outcomes). Returns 1 when
 //  the batch was full and every mark settled (there may be more), 0 when
 //  there is no more or a write failed (the rest waits for the next
 //  sweep), -1 on PostgreSQL trouble.
 static int
-s_batch (s_backfill_t *self, int64_t from, int64_t to)
+s_batch (s_backfill_t *self, int64_t now, int64_t from, int64_t to)
 {
     if (s_pg (self))
         return -1;
-    int64_t now = mx_clock_now (self->clock);
     char *error = NULL;
     int count = mx_backfill_lock (self->pg, from, to, now, now - self->config->pipeline_overdue_backfill,
                                   self->limit, self->rows, &error);
@@ -164,7 +164,7 @@ s_batch (s_backfill_t *self, int64_t from, int64_t to)
                          "already marked next time)", error);
     else
         for (size_t i = 0; i < done; i++)
-            s_report (self, &self->results [i], marks [i]);
+            s_report (self, &self->results [i], marks [i], now);
     for (size_t i = 0; i < done; i++) {
         free (self->errors [i]);
         self->errors [i] = NULL;
@@ -177,10 +177,13 @@ s_batch (s_backfill_t *self, int64_t from, int64_t to)
 static void
 s_sweep (s_backfill_t *self)
 {
-    int rc = s_batch (self, 1, INT64_MAX);
+    //  The period counts from the time the sweep looked at, so a clock
+    //  that moved meanwhile makes the next sweep due, never later.
+    int64_t now = mx_clock_now (self->clock);
+    int rc = s_batch (self, now, 1, INT64_MAX);
     //  A full, clean batch: more may be owed; look again at once, after
     //  the pipe had its turn.
-    self->next_sweep = mx_clock_now (self->clock) + (rc == 1 ? 0 : self->config->pipeline_backfill_period);
+    self->next_sweep = now + (rc == 1 ? 0 : self->config->pipeline_backfill_period);
 }
 
 static void
@@ -195,7 +198,7 @@ s_marks_owed (s_backfill_t *self, zmsg_t *rest)
     if (!self->started || self->config->shadow)
         return;
     //  A processing batch is bounded (process-batch), so this is too.
-    while (s_batch (self, from, to) == 1)
+    while (s_batch (self, mx_clock_now (self->clock), from, to) == 1)
         ;
 }
 

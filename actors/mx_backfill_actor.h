@@ -1,4 +1,4 @@
-/*  mx_backfill - the backfill actor: processed marks into the mailbox
+/*  mx_backfill_actor - the backfill actor: processed marks into the mailbox
     (SPEC §6.1).
 
     MARKS_OWED (from control, after each processing commit) tries the owed

@@ -1,4 +1,4 @@
-/*  mx_jobs - the maintenance actor (SPEC §6.2): once a day after
+/*  mx_jobs_actor - the maintenance actor (SPEC §6.2): once a day after
     msgx.history.run-at in the airport time zone, the history sweep of
     flights, schd_snap_log retention and the proc_state archive, in that
     order (db/mx_jobs.h).

@@ -4,9 +4,9 @@
     batch of the current step and goes back to the poller with a zero
     timeout, so $TERM is seen between any two batches.
 */
-#include "mx_jobs.h"
+#include "mx_jobs_actor.h"
 //  The repository of the same name, by path: both headers are mx_jobs.h.
-#include "../db/mx_jobs.h"
+#include "mx_jobs.h"
 
 #include <assert.h>
 

@@ -1,0 +1,6 @@
+# Delivery to Kafka: dispatcher (KAFKA:msg) and schd-aggregator (KAFKA:schd)
+# against real PostgreSQL and the Kafka mock cluster, read back by a consumer.
+mx_add_test(test_delivery
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_delivery.c
+  LIBS mx_actors PkgConfig::RDKAFKA
+  LABELS integration)
