@@ -401,6 +401,25 @@ test_cli_against_a_draining_daemon (void **state)
     free (out);
     free (err);
 
+    //  Abandoned marks re-armed (none here), and a request upstream.
+    const char *recover [] = { fx->msgxctl, "--endpoint", endpoint, "backfill", "recover", "--all", NULL };
+    assert_int_equal (mx_testproc_run (recover, NULL, WAIT_MS, &out, &err), 0);
+    assert_non_null (strstr (out, "\"rearmed\": 0"));
+    free (out);
+    free (err);
+    const char *request [] = { fx->msgxctl, "--endpoint", endpoint, "request", "reference", "SLST", NULL };
+    assert_int_equal (mx_testproc_run (request, NULL, WAIT_MS, &out, &err), 0);
+    assert_non_null (strstr (out, "\"seqn\""));
+    free (out);
+    free (err);
+    MYSQL *mysql = mx_testmb_connect (mb);
+    assert_int_equal (mysql_query (mysql, "SELECT ROUTINGID FROM COUTMSGS"), 0);
+    MYSQL_RES *rows = mysql_store_result (mysql);
+    assert_int_equal (mysql_num_rows (rows), 1);
+    assert_string_equal (mysql_fetch_row (rows) [0], "MSGXRQRD");
+    mysql_free_result (rows);
+    mysql_close (mysql);
+
     //  Replay from the command line: dry run, then act.
     const char *dry [] = { fx->msgxctl, "--endpoint", endpoint, "replay", "--class", "EXHAUSTED", "--dry-run", NULL };
     assert_int_equal (mx_testproc_run (dry, NULL, WAIT_MS, &out, &err), 0);
@@ -428,7 +447,8 @@ test_cli_against_a_draining_daemon (void **state)
     assert_string_equal (PQgetvalue (res, 0, 0), "1:SKIPPED 2:SKIPPED 3:DEAD 4:SKIPPED");
     PQclear (res);
     res = PQexec (conn, "SELECT string_agg (action || ':' || result, ',' ORDER BY id) FROM audit_log");
-    assert_string_equal (PQgetvalue (res, 0, 0), "cutover:refused,replay:dry-run,replay:ok");
+    assert_string_equal (PQgetvalue (res, 0, 0),
+                         "cutover:refused,backfill-recover:ok,request:ok,replay:dry-run,replay:ok");
     PQclear (res);
     PQfinish (conn);
 
