@@ -1,7 +1,9 @@
 /*  The pipeline actors control starts once the instance is active, in
     start order, stopped in reverse (see docs/architecture.md).  */
 #include "mx_actor.h"
+#include "mx_aggregator.h"
 #include "mx_backfill_actor.h"
+#include "mx_dispatcher.h"
 #include "mx_http.h"
 #include "mx_ingress.h"
 #include "mx_jobs_actor.h"
@@ -17,6 +19,8 @@ const mx_actor_def_t mx_pipeline_actors [] = {
     { "requests", mx_requests_actor, true },
     { "backfill", mx_backfill_actor, true },
     { "jobs", mx_jobs_actor, false },
+    { "dispatcher", mx_dispatcher_actor, false },
+    { "schd-aggregator", mx_aggregator_actor, false },
     { "http", mx_http_actor, false },
 };
 const size_t mx_pipeline_actor_count = sizeof mx_pipeline_actors / sizeof mx_pipeline_actors [0];

@@ -47,7 +47,7 @@ typedef struct {
     size_t sent;                //  events handed to the producer (a prefix)
     size_t reported;
     int64_t batch_deadline;
-    int rounds;                 //  full batches in this wake-up
+    int64_t rounds;             //  full batches in this wake-up
     bool woken;                 //  EVENTS_COMMITTED while the batch was out
     int64_t next_round;
     char *last_problem;
@@ -184,13 +184,11 @@ s_settle (s_dispatcher_t *self)
         self->rounds = 0;
     }
     else
-    if (batch->count == (size_t) self->config->pipeline_delivery_batch) {
-        //  Full: more may wait.
-        if (++self->rounds >= self->config->pipeline_delivery_drain_rounds)
-            self->rounds = 0;
-        self->next_round = now;
-    }
+    if (batch->count == (size_t) self->config->pipeline_delivery_batch
+    &&  ++self->rounds < self->config->pipeline_delivery_drain_rounds)
+        self->next_round = now;         //  full: more may wait, same wake-up
     else {
+        //  The wake-up is over; a backlog left goes at the next one.
         self->rounds = 0;
         self->next_round = woken ? now : now + self->config->pipeline_poll_interval;
     }

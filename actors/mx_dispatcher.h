@@ -10,8 +10,10 @@
     (msgx.delivery.backoff), or DEAD at msgx.delivery.max-attempts, kept as
     the dead-letter record. A head that backs off stops the whole target
     until due. At-least-once: what follows a failure is sent again later,
-    with the same event id. Up to delivery-drain-rounds full batches make a
-    wake-up; a backlog left after it starts the next one at once.
+    with the same event id. A wake-up ends after delivery-drain-rounds
+    batches: a backlog left waits for the next wake-up, so catching up
+    without new traffic runs at drain-rounds x delivery-batch events per
+    poll-interval.
 */
 #ifndef MX_DISPATCHER_H_INCLUDED
 #define MX_DISPATCHER_H_INCLUDED

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <ftw.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -692,4 +693,63 @@ mx_testenv_free_port (void)
         s_fail ("cannot find a free port: %s", strerror (errno));
     close (fd);
     return ntohs (addr.sin_port);
+}
+
+void
+mx_testpg_exec (PGconn *conn, const char *sql)
+{
+    PGresult *res = PQexec (conn, sql);
+    if (PQresultStatus (res) != PGRES_COMMAND_OK && PQresultStatus (res) != PGRES_TUPLES_OK)
+        s_fail ("%.200s: %s", sql, PQerrorMessage (conn));
+    PQclear (res);
+}
+
+char *
+mx_testpg_value (PGconn *conn, const char *sql)
+{
+    PGresult *res = PQexec (conn, sql);
+    if (PQresultStatus (res) != PGRES_TUPLES_OK)
+        s_fail ("%.200s: %s", sql, PQerrorMessage (conn));
+    char *value = s_strdup (PQntuples (res) && !PQgetisnull (res, 0, 0) ? PQgetvalue (res, 0, 0) : "");
+    PQclear (res);
+    return value;
+}
+
+void
+mx_testpg_expect (PGconn *conn, const char *sql, const char *expected)
+{
+    char *value = mx_testpg_value (conn, sql);
+    if (strcmp (value, expected) != 0)
+        s_fail ("%s\n  gave '%s'\n  expected '%s'", sql, value, expected);
+    free (value);
+}
+
+static int64_t
+s_mono_ms (void)
+{
+    struct timespec ts;
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void
+mx_testpg_wait (PGconn *conn, const char *condition)
+{
+    int64_t deadline = s_mono_ms () + 30000;
+    while (true) {
+        char *value = mx_testpg_value (conn, condition);
+        bool done = strcmp (value, "t") == 0;
+        free (value);
+        if (done)
+            return;
+        int64_t left = deadline - s_mono_ms ();
+        if (left <= 0)
+            s_fail ("condition never became true: %s", condition);
+        struct pollfd item = { PQsocket (conn), POLLIN, 0 };
+        poll (&item, 1, (int) left);
+        PQconsumeInput (conn);
+        PGnotify *notify;
+        while ((notify = PQnotifies (conn)))
+            PQfreemem (notify);
+    }
 }

@@ -11,6 +11,7 @@
 #define MX_TESTENV_H_INCLUDED
 
 #include <stdint.h>
+#include <libpq-fe.h>
 #include <mysql.h>
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
@@ -107,6 +108,19 @@ char *
 //  Removes dir and everything below it (does not follow symlinks).
 void
     mx_testenv_rmtree (const char *dir);
+
+//  On a test's own PostgreSQL connection; any SQL error fails the test.
+void
+    mx_testpg_exec (PGconn *conn, const char *sql);
+//  First column of the first row ("" for no row or NULL); caller frees.
+char *
+    mx_testpg_value (PGconn *conn, const char *sql);
+void
+    mx_testpg_expect (PGconn *conn, const char *sql, const char *expected);
+//  Waits until `condition` (a boolean query) is true, woken by the NOTIFYs
+//  conn LISTENs to; fails the test after 30 s.
+void
+    mx_testpg_wait (PGconn *conn, const char *condition);
 
 //  A loopback TCP port nobody uses now: bound to port 0, then released.
 int

@@ -47,21 +47,10 @@ s_env_int (const char *name, int fallback)
     return text && atoi (text) > 0 ? atoi (text) : fallback;
 }
 
-static char *
-s_value (PGconn *conn, const char *sql)
-{
-    PGresult *res = PQexec (conn, sql);
-    if (PQresultStatus (res) != PGRES_TUPLES_OK)
-        fail_msg ("%s: %s", sql, PQerrorMessage (conn));
-    char *value = strdup (PQntuples (res) ? PQgetvalue (res, 0, 0) : "");
-    PQclear (res);
-    return value;
-}
-
 static int64_t
 s_int (PGconn *conn, const char *sql)
 {
-    char *value = s_value (conn, sql);
+    char *value = mx_testpg_value (conn, sql);
     int64_t result = strtoll (value, NULL, 10);
     free (value);
     return result;
@@ -232,7 +221,7 @@ test_kill_9_while_draining_loses_and_repeats_nothing (void **state)
               "SELECT (SELECT committed_up_to FROM inbox_cursor) = %" PRId64
               " AND NOT EXISTS (SELECT 1 FROM proc_state WHERE state IN ('PENDING', 'FAILED'))", max_id);
     while (true) {
-        char *done = s_value (conn, done_sql);
+        char *done = mx_testpg_value (conn, done_sql);
         bool finished = strcmp (done, "t") == 0;
         free (done);
         if (finished)
@@ -244,7 +233,7 @@ test_kill_9_while_draining_loses_and_repeats_nothing (void **state)
     //  Every processed mark lands in the mailbox (the backfill actor tries
     //  each at once and sweeps the rest).
     while (true) {
-        char *pending = s_value (conn, "SELECT count(*) FROM proc_state WHERE backfill_at IS NULL"
+        char *pending = mx_testpg_value (conn, "SELECT count(*) FROM proc_state WHERE backfill_at IS NULL"
                                        " AND backfill_abandoned_at IS NULL");
         bool marked = strcmp (pending, "0") == 0;
         free (pending);

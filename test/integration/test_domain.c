@@ -118,55 +118,13 @@ s_teardown (void **state)
     return 0;
 }
 
-static char *
-s_value (fixture_t *fx, const char *sql)
-{
-    PGresult *res = PQexec (fx->conn, sql);
-    if (PQresultStatus (res) != PGRES_TUPLES_OK)
-        fail_msg ("%s: %s", sql, PQerrorMessage (fx->conn));
-    char *value = strdup (PQntuples (res) && !PQgetisnull (res, 0, 0) ? PQgetvalue (res, 0, 0) : "");
-    PQclear (res);
-    return value;
-}
-
-static void
-s_assert_value (fixture_t *fx, const char *sql, const char *expected)
-{
-    char *value = s_value (fx, sql);
-    if (strcmp (value, expected) != 0)
-        fail_msg ("%s\n  gave '%s'\n  expected '%s'", sql, value, expected);
-    free (value);
-}
-
-static void
-s_wait (fixture_t *fx, const char *condition)
-{
-    int64_t deadline = zclock_mono () + WAIT_MS;
-    while (true) {
-        char *value = s_value (fx, condition);
-        bool done = strcmp (value, "t") == 0;
-        free (value);
-        if (done)
-            return;
-        int64_t left = deadline - zclock_mono ();
-        if (left <= 0)
-            fail_msg ("condition never became true: %s", condition);
-        struct pollfd item = { PQsocket (fx->conn), POLLIN, 0 };
-        poll (&item, 1, (int) left);
-        PQconsumeInput (fx->conn);
-        PGnotify *notify;
-        while ((notify = PQnotifies (fx->conn)))
-            PQfreemem (notify);
-    }
-}
-
 static void
 s_wait_all_finished (fixture_t *fx, int64_t count)
 {
     char sql [256];
     snprintf (sql, sizeof sql, "SELECT count(*) = %" PRId64 " FROM proc_state"
                                " WHERE state IN ('SUCCEEDED', 'SKIPPED', 'DEAD')", count);
-    s_wait (fx, sql);
+    mx_testpg_wait (fx->conn, sql);
 }
 
 static const mx_actor_def_t s_pipeline [] = {
@@ -214,13 +172,13 @@ s_compare (const void *a, const void *b)
 static void
 s_assert_events_match_versions (fixture_t *fx)
 {
-    s_assert_value (fx,
+    mx_testpg_expect (fx->conn,
         "SELECT count(*) FROM ("
         " SELECT target, flid, count(*) AS n, count(DISTINCT state_version) AS d, min(state_version) AS lo,"
         "        max(state_version) AS hi FROM msg_event GROUP BY target, flid) e"
         " JOIN flight_schd f USING (flid)"
         " WHERE e.n <> e.d OR e.lo <> 1 OR e.hi <> e.n OR e.hi <> f.state_version", "0");
-    s_assert_value (fx,
+    mx_testpg_expect (fx->conn,
         "SELECT count(*) FROM flight_schd f WHERE NOT EXISTS"
         " (SELECT 1 FROM msg_event e WHERE e.flid = f.flid AND e.target = 'KAFKA:schd')", "0");
 }
@@ -367,7 +325,7 @@ test_every_sample_reaches_the_state_wire_predicts (void **state)
     //  Flights 15 and 16 as SCHD_DNLD_01 describes them: the KAFKA:schd
     //  document of message 1 carries every field of their FLTR.
     json_error_t json_error;
-    char *doc_text = s_value (fx, "SELECT payload FROM msg_event WHERE msg_id = 1 AND target = 'KAFKA:schd' AND flid = 15");
+    char *doc_text = mx_testpg_value (fx->conn, "SELECT payload FROM msg_event WHERE msg_id = 1 AND target = 'KAFKA:schd' AND flid = 15");
     json_t *doc = json_loads (doc_text, 0, &json_error);
     assert_non_null (doc);
     const char *fields [][2] = {
@@ -398,7 +356,7 @@ test_every_sample_reaches_the_state_wire_predicts (void **state)
     assert_string_equal (json_string_value (json_object_get (erut2, "SCAT")), "2021-01-23T07:10:00+08:00");
     json_decref (doc);
     free (doc_text);
-    doc_text = s_value (fx, "SELECT payload FROM msg_event WHERE msg_id = 1 AND target = 'KAFKA:schd' AND flid = 16");
+    doc_text = mx_testpg_value (fx->conn, "SELECT payload FROM msg_event WHERE msg_id = 1 AND target = 'KAFKA:schd' AND flid = 16");
     doc = json_loads (doc_text, 0, &json_error);
     assert_non_null (doc);
     assert_string_equal (json_string_value (json_object_get (doc, "FLNO")), "YG9061");
@@ -409,16 +367,16 @@ test_every_sample_reaches_the_state_wire_predicts (void **state)
 
     //  Flight 15 was deleted last: a tombstone (null) on KAFKA:schd, the
     //  document with lifecycle DELETED on KAFKA:msg.
-    s_assert_value (fx, "SELECT lifecycle FROM flight_schd WHERE flid = 15", "DELETED");
-    s_assert_value (fx, "SELECT event_type || ' ' || (payload IS NULL) FROM msg_event"
+    mx_testpg_expect (fx->conn, "SELECT lifecycle FROM flight_schd WHERE flid = 15", "DELETED");
+    mx_testpg_expect (fx->conn, "SELECT event_type || ' ' || (payload IS NULL) FROM msg_event"
                         " WHERE flid = 15 AND target = 'KAFKA:schd' ORDER BY event_id DESC LIMIT 1", "TOMBSTONE true");
-    s_assert_value (fx, "SELECT payload::jsonb->'state'->>'lifecycle' FROM msg_event"
+    mx_testpg_expect (fx->conn, "SELECT payload::jsonb->'state'->>'lifecycle' FROM msg_event"
                         " WHERE flid = 15 AND target = 'KAFKA:msg' ORDER BY event_id DESC LIMIT 1", "DELETED");
     //  Reference data landed.
-    s_assert_value (fx, "SELECT count(DISTINCT rtype) > 10 FROM ref_master", "t");
+    mx_testpg_expect (fx->conn, "SELECT count(DISTINCT rtype) > 10 FROM ref_master", "t");
     s_assert_events_match_versions (fx);
     //  Non-business terminals wrote no events.
-    s_assert_value (fx, "SELECT count(*) FROM msg_event e JOIN proc_state p USING (msg_id) WHERE p.state <> 'SUCCEEDED'", "0");
+    mx_testpg_expect (fx->conn, "SELECT count(*) FROM msg_event e JOIN proc_state p USING (msg_id) WHERE p.state <> 'SUCCEEDED'", "0");
     json_decref (expected);
     for (size_t i = 0; i < count; i++)
         free (names [i]);
@@ -474,17 +432,17 @@ test_snapshots_replay_reject_and_cross_day (void **state)
     zactor_t *control = s_start (fx, &args);
     s_wait_all_finished (fx, 5);
     zactor_destroy (&control);
-    s_assert_value (fx, "SELECT string_agg (msg_id || ':' || state || ':' || coalesce (error_class, '') || ':'"
+    mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id || ':' || state || ':' || coalesce (error_class, '') || ':'"
                         " || coalesce (outcome, last_error), ' | ' ORDER BY msg_id) FROM proc_state",
                     "1:SUCCEEDED::flights inserted 3, updated 0, unchanged 0"
                     " | 2:SUCCEEDED::flights inserted 0, updated 0, unchanged 3"
                     " | 3:DEAD:PROTOCOL:RECS 4 but 3 FLTR record(s)"
                     " | 4:DEAD:PROTOCOL:cross-day FLID 102"
                     " | 5:SUCCEEDED::flights inserted 0, updated 2, unchanged 0");
-    s_assert_value (fx, "SELECT string_agg (flid || ':' || acft || ':v' || state_version || ':m' || last_msg_id, ' '"
+    mx_testpg_expect (fx->conn, "SELECT string_agg (flid || ':' || acft || ':v' || state_version || ':m' || last_msg_id, ' '"
                         " ORDER BY flid) FROM flight_schd", "100:330:v2:m5 101:330:v2:m5 102:733:v1:m1");
-    s_assert_value (fx, "SELECT count(*) FROM msg_event WHERE msg_id IN (2, 3, 4)", "0");
-    s_assert_value (fx, "SELECT string_agg (msg_id || ':' || flights_inserted || '/' || flights_updated || '/' || flights_unchanged,"
+    mx_testpg_expect (fx->conn, "SELECT count(*) FROM msg_event WHERE msg_id IN (2, 3, 4)", "0");
+    mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id || ':' || flights_inserted || '/' || flights_updated || '/' || flights_unchanged,"
                         " ' ' ORDER BY msg_id) FROM schd_snap_log", "1:3/0/0 2:0/0/3 5:0/2/0");
     s_assert_events_match_versions (fx);
 }
@@ -522,16 +480,16 @@ test_transaction_killed_mid_batch_applies_nothing_twice (void **state)
     }
     s_wait_all_finished (fx, 5);
     zactor_destroy (&control);
-    s_assert_value (fx, "SELECT last_value FROM mx_test_once", "2");    //  it did fire once
-    s_assert_value (fx, "SELECT string_agg (msg_id || ':' || state || ':' || attempts, ' ' ORDER BY msg_id)"
+    mx_testpg_expect (fx->conn, "SELECT last_value FROM mx_test_once", "2");    //  it did fire once
+    mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id || ':' || state || ':' || attempts, ' ' ORDER BY msg_id)"
                         " FROM proc_state", "1:SUCCEEDED:0 2:SUCCEEDED:0 3:SUCCEEDED:0 4:SUCCEEDED:0 5:SUCCEEDED:0");
-    s_assert_value (fx, "SELECT string_agg (flid || ':' || stnd || ':v' || state_version, ' ' ORDER BY flid)"
+    mx_testpg_expect (fx->conn, "SELECT string_agg (flid || ':' || stnd || ':v' || state_version, ' ' ORDER BY flid)"
                         " FROM flight_schd", "100:S0:v2 101:S1:v2 102:S2:v2 103:S3:v2");
-    s_assert_value (fx, "SELECT count(*) FROM msg_event", "16");
+    mx_testpg_expect (fx->conn, "SELECT count(*) FROM msg_event", "16");
     s_assert_events_match_versions (fx);
     //  Batching: the four updates took fewer transactions than messages,
     //  and the killed one left no trace.
-    s_assert_value (fx, "SELECT count(DISTINCT tx) < 4 FROM mx_test_tx WHERE msg_id > 1", "t");
+    mx_testpg_expect (fx->conn, "SELECT count(DISTINCT tx) < 4 FROM mx_test_tx WHERE msg_id > 1", "t");
 }
 
 int

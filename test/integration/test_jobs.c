@@ -110,15 +110,6 @@ s_set (mx_config_t *config, const char *key, const char *value)
         fail_msg ("config %s=%s refused", key, value);
 }
 
-static void
-s_sql (fixture_t *fx, const char *sql)
-{
-    PGresult *res = PQexec (fx->conn, sql);
-    if (PQresultStatus (res) != PGRES_COMMAND_OK && PQresultStatus (res) != PGRES_TUPLES_OK)
-        fail_msg ("%.80s: %s", sql, PQerrorMessage (fx->conn));
-    PQclear (res);
-}
-
 static int
 s_setup (void **state)
 {
@@ -131,8 +122,8 @@ s_setup (void **state)
     int applied = 0;
     if (mx_migrate_apply (fx->conn, &applied, &error))
         fail_msg ("migrations: %s", error);
-    s_sql (fx, s_watch_sql);
-    s_sql (fx, s_data_sql);
+    mx_testpg_exec (fx->conn, s_watch_sql);
+    mx_testpg_exec (fx->conn, s_data_sql);
     fx->config = mx_config_new_defaults ();
     s_set (fx->config, "msgx.pg.conninfo", mx_testpg_conninfo (fx->pg));
     s_set (fx->config, "msgx.history.history-store-enabled", "true");
@@ -151,48 +142,6 @@ s_teardown (void **state)
     mx_testpg_destroy (&fx->pg);
     free (fx);
     return 0;
-}
-
-static char *
-s_value (fixture_t *fx, const char *sql)
-{
-    PGresult *res = PQexec (fx->conn, sql);
-    if (PQresultStatus (res) != PGRES_TUPLES_OK)
-        fail_msg ("%s: %s", sql, PQerrorMessage (fx->conn));
-    char *value = strdup (PQntuples (res) && !PQgetisnull (res, 0, 0) ? PQgetvalue (res, 0, 0) : "");
-    PQclear (res);
-    return value;
-}
-
-static void
-s_assert_value (fixture_t *fx, const char *sql, const char *expected)
-{
-    char *value = s_value (fx, sql);
-    if (strcmp (value, expected) != 0)
-        fail_msg ("%s\n  gave '%s', expected '%s'", sql, value, expected);
-    free (value);
-}
-
-static void
-s_wait (fixture_t *fx, const char *condition)
-{
-    int64_t deadline = zclock_mono () + WAIT_MS;
-    while (true) {
-        char *value = s_value (fx, condition);
-        bool done = strcmp (value, "t") == 0;
-        free (value);
-        if (done)
-            return;
-        int64_t left = deadline - zclock_mono ();
-        if (left <= 0)
-            fail_msg ("condition never became true: %s", condition);
-        struct pollfd item = { PQsocket (fx->conn), POLLIN, 0 };
-        poll (&item, 1, (int) left);
-        PQconsumeInput (fx->conn);
-        PGnotify *notify;
-        while ((notify = PQnotifies (fx->conn)))
-            PQfreemem (notify);
-    }
 }
 
 static void
@@ -240,19 +189,19 @@ test_daily_run_moves_history_trims_log_and_archives (void **state)
     s_start (fx, &detail);
     assert_non_null (strstr (detail, "03:30 Asia/Shanghai"));
     free (detail);
-    s_assert_value (fx, "SELECT count(*) FROM flight_schd", "6");
+    mx_testpg_expect (fx->conn, "SELECT count(*) FROM flight_schd", "6");
     mx_clock_advance (fx->clock, RUN_AT - T0);
     //  The archive is the last step of a run.
-    s_wait (fx, "SELECT count(*) = 2 FROM proc_state_hst");
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 2 FROM proc_state_hst");
 
     //  History: the whole flight with all its sets, stamped with the run.
-    s_assert_value (fx, "SELECT string_agg (flid::text, ',' ORDER BY flid) FROM flight_schd", "103,104,106");
-    s_assert_value (fx, "SELECT string_agg (flid || ':' || state_version || ':' || lifecycle, ',' ORDER BY flid)"
+    mx_testpg_expect (fx->conn, "SELECT string_agg (flid::text, ',' ORDER BY flid) FROM flight_schd", "103,104,106");
+    mx_testpg_expect (fx->conn, "SELECT string_agg (flid || ':' || state_version || ':' || lifecycle, ',' ORDER BY flid)"
                         " FROM flight_schd_hst", "101:3:ACTIVE,102:5:DELETED,105:2:ACTIVE");
-    s_assert_value (fx, "SELECT bool_and (archived_at = to_timestamp (1768851000)) FROM flight_schd_hst", "t");
-    s_assert_value (fx, "SELECT extra->>'XTRA' || ' ' || operation_day || ' ' || (sodt = '2026-01-10 08:00+08')"
+    mx_testpg_expect (fx->conn, "SELECT bool_and (archived_at = to_timestamp (1768851000)) FROM flight_schd_hst", "t");
+    mx_testpg_expect (fx->conn, "SELECT extra->>'XTRA' || ' ' || operation_day || ' ' || (sodt = '2026-01-10 08:00+08')"
                         " FROM flight_schd_hst WHERE flid = 101", "kept 2026-01-10 true");
-    s_assert_value (fx,
+    mx_testpg_expect (fx->conn,
         "SELECT (SELECT string_agg (psst, ',' ORDER BY psno) FROM flight_stand_hst WHERE flid = 101)"
         " || ' ' || (SELECT string_agg (gate, ',' ORDER BY flid) FROM flight_gate_hst)"
         " || ' ' || (SELECT chkc FROM flight_checkin_hst) || ' ' || (SELECT belt FROM flight_carousel_hst WHERE flid = 105)"
@@ -260,39 +209,39 @@ test_daily_run_moves_history_trims_log_and_archives (void **state)
         " || ' ' || (SELECT chid FROM flight_chock_hst) || ' ' || (SELECT code || '/' || dura FROM flight_delay_hst)"
         " || ' ' || (SELECT string_agg (kind || rtno || apcd, ',' ORDER BY kind DESC, rtno) FROM flight_route_point_hst)",
         "S1,S2 G1,G2 C1 B1 U1 A1/D ON 93/45 ROUT1PEK,ROUT2CAN,ERUT1SHA");
-    s_assert_value (fx,
+    mx_testpg_expect (fx->conn,
         "SELECT (SELECT count(*) FROM flight_stand) || ' ' || (SELECT count(*) FROM flight_gate)"
         " || ' ' || (SELECT count(*) FROM flight_route_point) || ' ' || (SELECT count(*) FROM flight_delay)"
         " || ' ' || (SELECT count(*) FROM flight_carousel)", "1 0 0 0 0");
     //  A tombstone for each flight never deleted by FDEL, null value.
-    s_assert_value (fx, "SELECT string_agg (target || ':' || event_type || ':' || flid || ':' || state_version || ':'"
+    mx_testpg_expect (fx->conn, "SELECT string_agg (target || ':' || event_type || ':' || flid || ':' || state_version || ':'"
                         " || (payload IS NULL) || ':' || (msg_id IS NULL) || ':' || state, ',' ORDER BY flid)"
                         " FROM msg_event", "KAFKA:schd:TOMBSTONE:101:4:true:true:PENDING,"
                                            "KAFKA:schd:TOMBSTONE:105:3:true:true:PENDING");
     //  Snapshot log: only the row past 90 days goes.
-    s_assert_value (fx, "SELECT string_agg (msg_id::text, ',') FROM schd_snap_log", "12");
+    mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id::text, ',') FROM schd_snap_log", "12");
     //  Archive: settled and old only; PENDING/FAILED never.
-    s_assert_value (fx, "SELECT string_agg (msg_id || ':' || state, ',' ORDER BY msg_id) FROM proc_state_hst",
+    mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id || ':' || state, ',' ORDER BY msg_id) FROM proc_state_hst",
                     "1:SUCCEEDED,2:DEAD");
-    s_assert_value (fx, "SELECT string_agg (msg_id::text, ',' ORDER BY msg_id) FROM proc_state", "3,4,5,6");
-    s_assert_value (fx, "SELECT identity_key || ' ' || (archived_at = to_timestamp (1768851000))"
+    mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id::text, ',' ORDER BY msg_id) FROM proc_state", "3,4,5,6");
+    mx_testpg_expect (fx->conn, "SELECT identity_key || ' ' || (archived_at = to_timestamp (1768851000))"
                         " || ' ' || (backfill_at = '2025-12-01 00:00Z') FROM proc_state_hst WHERE msg_id = 1",
                     "AODB|FLOP|UPD|1 true true");
-    s_assert_value (fx, "SELECT backfill_abandoned_reason FROM proc_state_hst WHERE msg_id = 2", "MISSING");
+    mx_testpg_expect (fx->conn, "SELECT backfill_abandoned_reason FROM proc_state_hst WHERE msg_id = 2", "MISSING");
     //  The identity outlives the archive: a new message with the same
     //  business identity is still found to be a duplicate of 1.
-    s_sql (fx, "INSERT INTO proc_state (msg_id) VALUES (7)");
+    mx_testpg_exec (fx->conn, "INSERT INTO proc_state (msg_id) VALUES (7)");
     char *error = NULL;
     assert_int_equal (mx_procstate_bind_identity (fx->conn, 7, "AODB|FLOP|UPD|1", RUN_AT, &error), 1);
-    s_assert_value (fx, "SELECT identity_key IS NULL FROM proc_state WHERE msg_id = 7", "t");
+    mx_testpg_expect (fx->conn, "SELECT identity_key IS NULL FROM proc_state WHERE msg_id = 7", "t");
 
     //  The next day's run takes what has become old since.
-    s_sql (fx, "INSERT INTO flight_schd (flid, alcd, flno, mvin, sodt, operation_day, lifecycle, updated_at)"
+    mx_testpg_exec (fx->conn, "INSERT INTO flight_schd (flid, alcd, flno, mvin, sodt, operation_day, lifecycle, updated_at)"
                " VALUES (107, 'CA', '1107', 'D', '2026-01-13 08:00+08', '2026-01-13', 'ACTIVE', '2026-01-13 00:00Z')");
     mx_clock_advance (fx->clock, DAY_MS);
-    s_wait (fx, "SELECT count(*) = 2 FROM flight_schd_hst WHERE flid IN (106, 107)");
-    s_assert_value (fx, "SELECT string_agg (flid::text, ',' ORDER BY flid) FROM flight_schd", "103,104");
-    s_assert_value (fx, "SELECT count(*) FROM msg_event WHERE flid IN (106, 107) AND event_type = 'TOMBSTONE'", "2");
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 2 FROM flight_schd_hst WHERE flid IN (106, 107)");
+    mx_testpg_expect (fx->conn, "SELECT string_agg (flid::text, ',' ORDER BY flid) FROM flight_schd", "103,104");
+    mx_testpg_expect (fx->conn, "SELECT count(*) FROM msg_event WHERE flid IN (106, 107) AND event_type = 'TOMBSTONE'", "2");
 }
 
 static void
@@ -306,12 +255,12 @@ test_disabled_store_deletes_nothing (void **state)
     free (detail);
     mx_clock_advance (fx->clock, RUN_AT - T0);
     //  The same run still trims the log and archives.
-    s_wait (fx, "SELECT count(*) = 2 FROM proc_state_hst");
-    s_assert_value (fx, "SELECT count(*) FROM schd_snap_log", "1");
-    s_assert_value (fx, "SELECT count(*) FROM flight_schd", "6");
-    s_assert_value (fx, "SELECT (SELECT count(*) FROM flight_schd_hst) + (SELECT count(*) FROM flight_stand_hst)"
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 2 FROM proc_state_hst");
+    mx_testpg_expect (fx->conn, "SELECT count(*) FROM schd_snap_log", "1");
+    mx_testpg_expect (fx->conn, "SELECT count(*) FROM flight_schd", "6");
+    mx_testpg_expect (fx->conn, "SELECT (SELECT count(*) FROM flight_schd_hst) + (SELECT count(*) FROM flight_stand_hst)"
                         " + (SELECT count(*) FROM msg_event)", "0");
-    s_assert_value (fx, "SELECT count(*) FROM flight_stand", "3");
+    mx_testpg_expect (fx->conn, "SELECT count(*) FROM flight_stand", "3");
 }
 
 static void
@@ -346,7 +295,7 @@ test_batches_are_bounded_and_skip_held_rows (void **state)
     assert_int_equal (mx_pg_commit (processor, &error), 0);
     assert_int_equal (mx_jobs_history_batch (conn, &which, 5, T0, &moved, &tombstones, &error), 0);
     assert_int_equal (moved, 1);
-    s_assert_value (fx, "SELECT string_agg (flid::text, ',' ORDER BY flid) FROM flight_schd_hst", "101,102,105");
+    mx_testpg_expect (fx->conn, "SELECT string_agg (flid::text, ',' ORDER BY flid) FROM flight_schd_hst", "101,102,105");
 
     //  Archive and log, one row a batch.
     assert_int_equal (mx_jobs_archive_batch (conn, T0 - 30 * DAY_MS, 1, T0, &moved, &error), 0);

@@ -51,27 +51,6 @@ s_connect (const char *name, int64_t timeout_ms)
 }
 
 //  First cell of a query that must succeed, malloc'd; NULL for SQL NULL.
-static char *
-s_value (PGconn *conn, const char *sql)
-{
-    PGresult *res = NULL;
-    char *error = NULL;
-    if (mx_pg_exec (conn, sql, 0, NULL, &res, &error))
-        fail_msg ("%s", error);
-    char *text = PQgetisnull (res, 0, 0) ? NULL : strdup (PQgetvalue (res, 0, 0));
-    PQclear (res);
-    return text;
-}
-
-static void
-s_assert_value (PGconn *conn, const char *sql, const char *expect)
-{
-    char *text = s_value (conn, sql);
-    assert_non_null (text);
-    assert_string_equal (text, expect);
-    free (text);
-}
-
 //  Value libpq actually used for keyword on conn.
 static char *
 s_option (PGconn *conn, const char *keyword)
@@ -125,10 +104,10 @@ test_session_settings (void **state)
 {
     (void) state;
     PGconn *conn = s_connect ("msgxd/test", 2500);
-    s_assert_value (conn, "SHOW statement_timeout", "2500ms");
-    s_assert_value (conn, "SHOW TimeZone", "UTC");
-    s_assert_value (conn, "SHOW application_name", "msgxd/test");
-    s_assert_value (conn, "SELECT '2021-01-23 05:35:00+08'::timestamptz::text",
+    mx_testpg_expect (conn, "SHOW statement_timeout", "2500ms");
+    mx_testpg_expect (conn, "SHOW TimeZone", "UTC");
+    mx_testpg_expect (conn, "SHOW application_name", "msgxd/test");
+    mx_testpg_expect (conn, "SELECT '2021-01-23 05:35:00+08'::timestamptz::text",
                     "2021-01-22 21:35:00+00");
     s_assert_option (conn, "connect_timeout", MX_PG_CONNECT_TIMEOUT_S);
     s_assert_option (conn, "keepalives", "1");
@@ -142,7 +121,7 @@ test_session_settings (void **state)
 
     //  0 = no statement timeout.
     conn = s_connect (NULL, 0);
-    s_assert_value (conn, "SHOW statement_timeout", "0");
+    mx_testpg_expect (conn, "SHOW statement_timeout", "0");
     mx_pg_disconnect (&conn);
 }
 
@@ -163,14 +142,14 @@ test_conninfo_overrides (void **state)
     s_assert_option (conn, "connect_timeout", "7");
     s_assert_option (conn, "keepalives_idle", "30");
     s_assert_option (conn, "keepalives_interval", MX_PG_KEEPALIVES_INTERVAL_S);
-    s_assert_value (conn, "SHOW application_name", "mine");
+    mx_testpg_expect (conn, "SHOW application_name", "mine");
     mx_pg_disconnect (&conn);
 
     //  Without an application_name of ours, the conninfo's stays.
     conn = mx_pg_connect (conninfo, NULL, 1000, &error);
     if (!conn)
         fail_msg ("%s", error);
-    s_assert_value (conn, "SHOW application_name", "fromconf");
+    mx_testpg_expect (conn, "SHOW application_name", "fromconf");
     mx_pg_disconnect (&conn);
 }
 
@@ -193,7 +172,7 @@ test_statement_timeout (void **state)
     free (error);
     //  A statement error, not a lost connection: the session goes on.
     assert_false (mx_pg_is_connection_error (conn));
-    s_assert_value (conn, "SELECT 1", "1");
+    mx_testpg_expect (conn, "SELECT 1", "1");
 
     //  The same through raw libpq and mx_pg_sqlstate.
     res = PQexec (conn, "SELECT pg_sleep (30)");
@@ -326,12 +305,12 @@ test_transactions (void **state)
     assert_int_equal (mx_pg_begin (conn, &error), 0);
     assert_int_equal (mx_pg_exec (conn, "INSERT INTO t VALUES (1)", 0, NULL, NULL, &error), 0);
     assert_int_equal (mx_pg_rollback (conn, &error), 0);
-    s_assert_value (conn, "SELECT count(*) FROM t", "0");
+    mx_testpg_expect (conn, "SELECT count(*) FROM t", "0");
 
     assert_int_equal (mx_pg_begin (conn, &error), 0);
     assert_int_equal (mx_pg_exec (conn, "INSERT INTO t VALUES (1)", 0, NULL, NULL, &error), 0);
     assert_int_equal (mx_pg_commit (conn, &error), 0);
-    s_assert_value (conn, "SELECT count(*) FROM t", "1");
+    mx_testpg_expect (conn, "SELECT count(*) FROM t", "1");
 
     //  A COMMIT after a failed statement is a rollback, and says so.
     assert_int_equal (mx_pg_begin (conn, &error), 0);
@@ -344,7 +323,7 @@ test_transactions (void **state)
     assert_non_null (strstr (error, "rolled back"));
     free (error);
     assert_int_equal (PQtransactionStatus (conn), PQTRANS_IDLE);
-    s_assert_value (conn, "SELECT count(*) FROM t", "1");
+    mx_testpg_expect (conn, "SELECT count(*) FROM t", "1");
     mx_pg_disconnect (&conn);
 }
 

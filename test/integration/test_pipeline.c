@@ -123,49 +123,6 @@ s_teardown (void **state)
 //  ---------------------------------------------------------------------
 //  Helpers
 
-static char *
-s_value (fixture_t *fx, const char *sql)
-{
-    PGresult *res = PQexec (fx->conn, sql);
-    if (PQresultStatus (res) != PGRES_TUPLES_OK)
-        fail_msg ("%s: %s", sql, PQerrorMessage (fx->conn));
-    char *value = strdup (PQntuples (res) ? PQgetvalue (res, 0, 0) : "");
-    PQclear (res);
-    return value;
-}
-
-static void
-s_assert_value (fixture_t *fx, const char *sql, const char *expected)
-{
-    char *value = s_value (fx, sql);
-    if (strcmp (value, expected) != 0)
-        fail_msg ("%s\n  gave '%s', expected '%s'", sql, value, expected);
-    free (value);
-}
-
-//  Waits for a boolean query to become true, woken by NOTIFYs.
-static void
-s_wait (fixture_t *fx, const char *condition)
-{
-    int64_t deadline = zclock_mono () + WAIT_MS;
-    while (true) {
-        char *value = s_value (fx, condition);
-        bool done = strcmp (value, "t") == 0;
-        free (value);
-        if (done)
-            return;
-        int64_t left = deadline - zclock_mono ();
-        if (left <= 0)
-            fail_msg ("condition never became true: %s", condition);
-        struct pollfd item = { PQsocket (fx->conn), POLLIN, 0 };
-        poll (&item, 1, (int) left);
-        PQconsumeInput (fx->conn);
-        PGnotify *notify;
-        while ((notify = PQnotifies (fx->conn)))
-            PQfreemem (notify);
-    }
-}
-
 //  Seasonal schedules have no processor: UNSUPPORTED, retried, then DEAD.
 static const char *
 s_schs (int seqn, char *buf, size_t size)
@@ -226,9 +183,9 @@ test_repeated_scans_never_duplicate_or_lose (void **state)
     s_round (inbox, T0 + 2, &round);
     assert_int_equal (round.w, 5);
     assert_int_equal (round.enqueued, 0);
-    s_assert_value (fx, "SELECT count(*) || '/' || count(DISTINCT msg_id) || '/' || min(msg_id) || '/' || max(msg_id)"
+    mx_testpg_expect (fx->conn, "SELECT count(*) || '/' || count(DISTINCT msg_id) || '/' || min(msg_id) || '/' || max(msg_id)"
                         " FROM proc_state WHERE state = 'PENDING' AND source = 'poll'", "5/5/1/5");
-    s_assert_value (fx, "SELECT bool_and (received_at = to_timestamp (1767225600)) FROM proc_state", "t");
+    mx_testpg_expect (fx->conn, "SELECT bool_and (received_at = to_timestamp (1767225600)) FROM proc_state", "t");
     mx_inbox_destroy (&inbox);
 }
 
@@ -248,7 +205,7 @@ test_hole_holds_w_then_only_the_hole_is_released (void **state)
     s_round (inbox, T0 + DELAY - 1, &round);       //  within the window
     assert_int_equal (round.w, 2);
     assert_int_equal (round.hole_since, T0);
-    s_assert_value (fx, "SELECT count(*) FROM proc_state", "2");
+    mx_testpg_expect (fx->conn, "SELECT count(*) FROM proc_state", "2");
     //  Aged: hole 3 released alone; hole 5 is new and gets a full window.
     s_round (inbox, T0 + DELAY, &round);
     assert_true (round.released);
@@ -256,10 +213,10 @@ test_hole_holds_w_then_only_the_hole_is_released (void **state)
     assert_int_equal (round.released_to, 3);
     assert_int_equal (round.w, 4);
     assert_int_equal (round.hole_since, T0 + DELAY);
-    s_assert_value (fx, "SELECT id_from || '-' || id_to FROM released_hole", "3-3");
+    mx_testpg_expect (fx->conn, "SELECT id_from || '-' || id_to FROM released_hole", "3-3");
     s_round (inbox, T0 + 2 * DELAY - 1, &round);
     assert_int_equal (round.w, 4);
-    s_assert_value (fx, "SELECT count(*) FROM proc_state WHERE msg_id IN (3, 5)", "0");
+    mx_testpg_expect (fx->conn, "SELECT count(*) FROM proc_state WHERE msg_id IN (3, 5)", "0");
     //  Late arrival of 3 in its released hole: detected, never enqueued.
     s_insert (fx, 3, s_ldm (3, xml, sizeof xml));
     int detected = 0;
@@ -270,8 +227,8 @@ test_hole_holds_w_then_only_the_hole_is_released (void **state)
     free (message);
     assert_int_equal (mx_inbox_late_check (inbox, T0 + 2 * DELAY + 1, &detected, &message, &error), 0);
     assert_int_equal (detected, 0);                 //  counted once
-    s_assert_value (fx, "SELECT late_ids::text FROM released_hole", "{3}");
-    s_assert_value (fx, "SELECT count(*) FROM proc_state WHERE msg_id = 3", "0");
+    mx_testpg_expect (fx->conn, "SELECT late_ids::text FROM released_hole", "{3}");
+    mx_testpg_expect (fx->conn, "SELECT count(*) FROM proc_state WHERE msg_id = 3", "0");
     mx_inbox_destroy (&inbox);
 }
 
@@ -301,7 +258,7 @@ test_filled_hole_resets_and_a_new_hole_gets_a_full_window (void **state)
     s_round (inbox, T0 + DELAY + 2000, &round);
     assert_int_equal (round.w, 5);
     assert_int_equal (round.hole_since, -1);
-    s_assert_value (fx, "SELECT count(*) FROM released_hole", "0");
+    mx_testpg_expect (fx->conn, "SELECT count(*) FROM released_hole", "0");
     mx_inbox_destroy (&inbox);
 }
 
@@ -316,7 +273,7 @@ test_unreadable_mailbox_is_a_failure_not_an_empty_batch (void **state)
     assert_int_equal (mx_inbox_round (inbox, T0, &round, &error), -1);
     assert_non_null (strstr (error, "mailbox unreadable"));
     free (error);
-    s_assert_value (fx, "SELECT committed_up_to FROM inbox_cursor", "0");
+    mx_testpg_expect (fx->conn, "SELECT committed_up_to FROM inbox_cursor", "0");
     mx_inbox_destroy (&inbox);
 }
 
@@ -336,13 +293,13 @@ test_cutover_forms_and_refusal_on_a_used_instance (void **state)
     assert_int_equal (mx_inbox_cutover (inbox, "min", "tester", T0, &w, &message), 1);
     assert_int_equal (w, 100);
     free (message);
-    s_assert_value (fx, "SELECT committed_up_to || '/' || (seeded_at IS NOT NULL) FROM inbox_cursor", "100/true");
+    mx_testpg_expect (fx->conn, "SELECT committed_up_to || '/' || (seeded_at IS NOT NULL) FROM inbox_cursor", "100/true");
     //  A second cutover is refused: the instance is not fresh any more.
     assert_int_equal (mx_inbox_cutover (inbox, "max", "tester", T0, &w, &message), 0);
     assert_non_null (strstr (message, "not fresh"));
     free (message);
-    s_assert_value (fx, "SELECT committed_up_to FROM inbox_cursor", "100");
-    s_assert_value (fx, "SELECT string_agg (result, ',' ORDER BY id) FROM audit_log WHERE action = 'cutover'",
+    mx_testpg_expect (fx->conn, "SELECT committed_up_to FROM inbox_cursor", "100");
+    mx_testpg_expect (fx->conn, "SELECT string_agg (result, ',' ORDER BY id) FROM audit_log WHERE action = 'cutover'",
                     "ok,refused");
     mx_inbox_round_t round;
     s_round (inbox, T0, &round);
@@ -414,32 +371,32 @@ test_failed_head_blocks_everything_behind_it_until_due (void **state)
     mx_control_args_t args;
     zactor_t *control = s_start (fx, &args);
 
-    s_wait (fx, "SELECT state = 'FAILED' AND attempts = 1 FROM proc_state WHERE msg_id = 1");
-    s_assert_value (fx, "SELECT error_class || ' ' || (next_attempt_at = to_timestamp (1767225601))"
+    mx_testpg_wait (fx->conn, "SELECT state = 'FAILED' AND attempts = 1 FROM proc_state WHERE msg_id = 1");
+    mx_testpg_expect (fx->conn, "SELECT error_class || ' ' || (next_attempt_at = to_timestamp (1767225601))"
                         " FROM proc_state WHERE msg_id = 1", "UNSUPPORTED true");
     //  Nothing behind the head moves while it backs off (fake clock: no
     //  amount of real time changes that).
-    s_assert_value (fx, "SELECT string_agg (state, ',' ORDER BY msg_id) FROM proc_state WHERE msg_id > 1",
+    mx_testpg_expect (fx->conn, "SELECT string_agg (state, ',' ORDER BY msg_id) FROM proc_state WHERE msg_id > 1",
                     "PENDING,PENDING,PENDING");
     mx_clock_advance (fx->clock, 999);
-    s_assert_value (fx, "SELECT attempts FROM proc_state WHERE msg_id = 1", "1");
+    mx_testpg_expect (fx->conn, "SELECT attempts FROM proc_state WHERE msg_id = 1", "1");
     //  Due: the retry runs, attempts reach max-attempts (2): DEAD(EXHAUSTED),
     //  and the rest drains in order.
     mx_clock_advance (fx->clock, 1);
-    s_wait (fx, "SELECT count(*) = 4 FROM mx_test_order");
-    s_assert_value (fx, "SELECT string_agg (msg_id || ':' || state, ' ' ORDER BY tx, msg_id) FROM mx_test_order",
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 4 FROM mx_test_order");
+    mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id || ':' || state, ' ' ORDER BY tx, msg_id) FROM mx_test_order",
                     "1:DEAD 2:DEAD 3:SKIPPED 4:SKIPPED");
-    s_assert_value (fx, "SELECT string_agg (msg_id || ':' || coalesce (error_class, '-') || ':' || coalesce (outcome, '-'),"
+    mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id || ':' || coalesce (error_class, '-') || ':' || coalesce (outcome, '-'),"
                         " ' ' ORDER BY msg_id) FROM proc_state",
                     "1:EXHAUSTED:- 2:MALFORMED:- 3:-:ignored:LDM 4:-:duplicate-of:3");
-    s_assert_value (fx, "SELECT last_error LIKE 'UNSUPPORTED: no processor for SCHS/DNLD%' FROM proc_state WHERE msg_id = 1", "t");
+    mx_testpg_expect (fx->conn, "SELECT last_error LIKE 'UNSUPPORTED: no processor for SCHS/DNLD%' FROM proc_state WHERE msg_id = 1", "t");
     //  Non-business terminals: intent and finish written with the state,
     //  no flight and no event touched.
-    s_assert_value (fx, "SELECT bool_and (has_intent) FROM mx_test_order", "t");
-    s_assert_value (fx, "SELECT (SELECT count(*) FROM flight_schd) + (SELECT count(*) FROM msg_event)", "0");
+    mx_testpg_expect (fx->conn, "SELECT bool_and (has_intent) FROM mx_test_order", "t");
+    mx_testpg_expect (fx->conn, "SELECT (SELECT count(*) FROM flight_schd) + (SELECT count(*) FROM msg_event)", "0");
     //  The retry kept its own identity: not its own duplicate.
-    s_assert_value (fx, "SELECT msg_id FROM identity WHERE identity_key = 'AODB|SCHS|DNLD|1'", "1");
-    s_assert_value (fx, "SELECT count(*) FROM identity", "2");
+    mx_testpg_expect (fx->conn, "SELECT msg_id FROM identity WHERE identity_key = 'AODB|SCHS|DNLD|1'", "1");
+    mx_testpg_expect (fx->conn, "SELECT count(*) FROM identity", "2");
     zactor_destroy (&control);
 }
 
@@ -457,9 +414,9 @@ test_compat_row_above_w_waits_for_the_watermark (void **state)
     //  ... and the mailbox row 4 is hidden from polling by the hole at 3.
     mx_control_args_t args;
     zactor_t *control = s_start (fx, &args);
-    s_wait (fx, "SELECT count(*) = 2 FROM mx_test_order");
-    s_wait (fx, "SELECT hole_since IS NOT NULL FROM inbox_cursor");
-    s_assert_value (fx, "SELECT state || ' ' || source FROM proc_state WHERE msg_id = 4", "PENDING compat");
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 2 FROM mx_test_order");
+    mx_testpg_wait (fx->conn, "SELECT hole_since IS NOT NULL FROM inbox_cursor");
+    mx_testpg_expect (fx->conn, "SELECT state || ' ' || source FROM proc_state WHERE msg_id = 4", "PENDING compat");
     char *payload = NULL;
     char *verdict = s_admin (fx, "status", "{}", &payload);
     assert_string_equal (verdict, "OK");
@@ -469,8 +426,8 @@ test_compat_row_above_w_waits_for_the_watermark (void **state)
     //  3 arrives: W catches up, 3 then 4 in order.
     s_insert (fx, 3, s_ldm (3, xml, sizeof xml));
     mx_clock_advance (fx->clock, 1000);                 //  next poll
-    s_wait (fx, "SELECT count(*) = 4 FROM mx_test_order");
-    s_assert_value (fx, "SELECT string_agg (msg_id::text, ',' ORDER BY tx, msg_id) FROM mx_test_order", "1,2,3,4");
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 4 FROM mx_test_order");
+    mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id::text, ',' ORDER BY tx, msg_id) FROM mx_test_order", "1,2,3,4");
     zactor_destroy (&control);
 }
 
@@ -484,7 +441,7 @@ test_replay_moves_exhausted_rows_back_and_they_run_again (void **state)
     assert_int_equal (mx_config_set (fx->config, "msgx.pipeline.max-attempts", "1", NULL), 0);
     mx_control_args_t args;
     zactor_t *control = s_start (fx, &args);
-    s_wait (fx, "SELECT count(*) = 2 FROM mx_test_order");
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 2 FROM mx_test_order");
 
     char *payload = NULL;
     char *verdict = s_admin (fx, "replay", "{\"class\":\"EXHAUSTED\"}", &payload);
@@ -510,7 +467,7 @@ test_replay_moves_exhausted_rows_back_and_they_run_again (void **state)
     json_decref (reply);
     zstr_free (&verdict);
     zstr_free (&payload);
-    s_assert_value (fx, "SELECT state FROM proc_state WHERE msg_id = 1", "DEAD");
+    mx_testpg_expect (fx->conn, "SELECT state FROM proc_state WHERE msg_id = 1", "DEAD");
 
     verdict = s_admin (fx, "replay", "{\"class\":\"EXHAUSTED\",\"yes\":true,\"os_user\":\"ops\"}", &payload);
     assert_string_equal (verdict, "OK");
@@ -518,10 +475,10 @@ test_replay_moves_exhausted_rows_back_and_they_run_again (void **state)
     zstr_free (&verdict);
     zstr_free (&payload);
     //  It runs again (and, still unsupported, ends DEAD again); identity kept.
-    s_wait (fx, "SELECT count(*) = 3 FROM mx_test_order");
-    s_assert_value (fx, "SELECT msg_id || ':' || state FROM mx_test_order ORDER BY tx, msg_id OFFSET 2 LIMIT 1", "1:DEAD");
-    s_assert_value (fx, "SELECT msg_id FROM identity", "1");
-    s_assert_value (fx, "SELECT string_agg (os_user || ':' || result, ',' ORDER BY id) FROM audit_log"
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 3 FROM mx_test_order");
+    mx_testpg_expect (fx->conn, "SELECT msg_id || ':' || state FROM mx_test_order ORDER BY tx, msg_id OFFSET 2 LIMIT 1", "1:DEAD");
+    mx_testpg_expect (fx->conn, "SELECT msg_id FROM identity", "1");
+    mx_testpg_expect (fx->conn, "SELECT string_agg (os_user || ':' || result, ',' ORDER BY id) FROM audit_log"
                         " WHERE action = 'replay'", "ops:dry-run,ops:ok");
     zactor_destroy (&control);
 }
@@ -552,7 +509,7 @@ test_replay_and_backfill_never_interleave (void **state)
     free (error);
     error = NULL;
     assert_int_equal (moved, 0);
-    s_assert_value (fx, "SELECT state FROM proc_state WHERE msg_id = 7", "DEAD");
+    mx_testpg_expect (fx->conn, "SELECT state FROM proc_state WHERE msg_id = 7", "DEAD");
     //  The mark is confirmed; then the replay goes through.
     assert_int_equal (mx_procstate_backfill_confirm (backfill, 7, T0 + 1, &error), 0);
     assert_int_equal (mx_procstate_replay (replay, MX_ERR_NONE, ids, 1, "ops", 200, T0 + 2, &moved, &error), 0);
@@ -564,7 +521,7 @@ test_replay_and_backfill_never_interleave (void **state)
     assert_int_equal (mx_procstate_replay (replay, MX_ERR_NONE, ids, 1, "ops", 200, T0 + 4, &moved, &error), 0);
     assert_int_equal (moved, 1);
     assert_int_equal (mx_procstate_backfill_lock (backfill, 7, &error), 0);
-    s_assert_value (fx, "SELECT state || ' ' || (backfill_next_at IS NULL) FROM proc_state WHERE msg_id = 7", "PENDING true");
+    mx_testpg_expect (fx->conn, "SELECT state || ' ' || (backfill_next_at IS NULL) FROM proc_state WHERE msg_id = 7", "PENDING true");
 
     //  Poison escalation only takes a FAILED row: after a replay moved it,
     //  a late escalation is a no-op.
@@ -574,7 +531,7 @@ test_replay_and_backfill_never_interleave (void **state)
     assert_int_equal (mx_procstate_replay (replay, MX_ERR_INFRA, NULL, 0, "ops", 200, T0 + 6, &moved, &error), 0);
     assert_int_equal (moved, 1);
     assert_int_equal (mx_procstate_poison (fx->conn, 7, "head-deadline exceeded", T0 + 7, &error), 0);
-    s_assert_value (fx, "SELECT state FROM proc_state WHERE msg_id = 7", "PENDING");
+    mx_testpg_expect (fx->conn, "SELECT state FROM proc_state WHERE msg_id = 7", "PENDING");
     mx_pg_disconnect (&backfill);
     mx_pg_disconnect (&replay);
 }
