@@ -3,6 +3,9 @@
 
 #include <assert.h>
 
+#include "mx_log.h"
+#include "mx_pg.h"
+
 zactor_t *
 mx_actor_start (zactor_fn *fn, void *args, int timeout_ms, char **detail, char **error)
 {
@@ -69,4 +72,49 @@ mx_actor_endpoint (const mx_actor_args_t *args, const char *actor, char *buf, si
 {
     snprintf (buf, size, "inproc://%s/%s", args->scope ? args->scope : "msgx", actor);
     return buf;
+}
+
+void
+mx_problem_report (mx_problem_t *self, const char *what, char *error)
+{
+    char *line = what ? zsys_sprintf ("%s: %s", what, error ? error : "unknown error")
+                      : strdup (error ? error : "unknown error");
+    if (!self->last || strcmp (self->last, line) != 0)
+        mx_log_emit (MX_LOG_WARN, self->actor, json_pack ("{s:s}", "error_class", "INFRA"), "%s; retrying", line);
+    free (self->last);
+    self->last = line;
+    free (error);
+}
+
+void
+mx_problem_recovered (mx_problem_t *self)
+{
+    if (self->last) {
+        mx_info (self->actor, "recovered after: %s", self->last);
+        free (self->last);
+        self->last = NULL;
+    }
+}
+
+void
+mx_problem_clear (mx_problem_t *self)
+{
+    free (self->last);
+    self->last = NULL;
+}
+
+int
+mx_actor_pg (PGconn **conn, const mx_config_t *config, const char *actor, mx_problem_t *problem)
+{
+    if (*conn && PQstatus (*conn) == CONNECTION_OK)
+        return 0;
+    mx_pg_disconnect (conn);
+    char *error = NULL;
+    char name [64];
+    snprintf (name, sizeof name, "msgxd-%s", actor);
+    *conn = mx_pg_connect (config->pg_conninfo, name, config->pg_statement_timeout, &error);
+    if (*conn)
+        return 0;
+    mx_problem_report (problem, "PostgreSQL unreachable", error);
+    return -1;
 }

@@ -9,6 +9,7 @@
 #define MX_ACTOR_H_INCLUDED
 
 #include <czmq.h>
+#include <libpq-fe.h>
 
 #include "mx_clock.h"
 #include "mx_cmd.h"
@@ -52,6 +53,22 @@ zactor_t *mx_actor_start (zactor_fn *fn, void *args, int timeout_ms,
 //  Answer START: START_OK with detail or START_FAILED with reason.
 void mx_actor_reply_started (zsock_t *pipe, const char *detail);
 void mx_actor_reply_failed (zsock_t *pipe, const char *reason);
+
+//  A failure logged once per distinct text (an outage is one WARN line,
+//  error_class INFRA), and the recovery once when it ends.
+typedef struct {
+    const char *actor;
+    char *last;                 //  the line last logged, NULL when all is well
+} mx_problem_t;
+
+//  what: what failed; error: a malloc'd line, taken (may be NULL).
+void mx_problem_report (mx_problem_t *self, const char *what, char *error);
+void mx_problem_recovered (mx_problem_t *self);
+void mx_problem_clear (mx_problem_t *self);
+
+//  The actor's own PostgreSQL session, (re)connected when needed. Returns 0,
+//  or -1 after reporting the failure to problem.
+int mx_actor_pg (PGconn **conn, const mx_config_t *config, const char *actor, mx_problem_t *problem);
 
 //  After START_FAILED an actor waits here for "$TERM" and returns.
 void mx_actor_wait_term (zsock_t *pipe);

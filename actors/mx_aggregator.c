@@ -47,44 +47,8 @@ typedef struct {
     int64_t batch_deadline;
     int64_t last_flush;         //  start of the last flush, INT64_MIN before the first
     int64_t next_flush;
-    char *last_problem;
+    mx_problem_t problem;
 } s_aggregator_t;
-
-static void
-s_problem (s_aggregator_t *self, const char *what, char *error)
-{
-    char *line = zsys_sprintf ("%s: %s", what, error ? error : "unknown error");
-    if (!self->last_problem || strcmp (self->last_problem, line) != 0)
-        mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:s}", "error_class", "INFRA"), "%s; retrying", line);
-    free (self->last_problem);
-    self->last_problem = line;
-    free (error);
-}
-
-static void
-s_recovered (s_aggregator_t *self)
-{
-    if (self->last_problem) {
-        mx_info (ACTOR, "recovered after: %s", self->last_problem);
-        free (self->last_problem);
-        self->last_problem = NULL;
-    }
-}
-
-static int
-s_pg (s_aggregator_t *self)
-{
-    if (self->pg && PQstatus (self->pg) == CONNECTION_OK)
-        return 0;
-    mx_pg_disconnect (&self->pg);
-    char *error = NULL;
-    self->pg = mx_pg_connect (self->config->pg_conninfo, "msgxd-" ACTOR, self->config->pg_statement_timeout, &error);
-    if (!self->pg) {
-        s_problem (self, "PostgreSQL unreachable", error);
-        return -1;
-    }
-    return 0;
-}
 
 static int
 s_producer (s_aggregator_t *self)
@@ -95,7 +59,7 @@ s_producer (s_aggregator_t *self)
     char *error = NULL;
     self->producer = mx_producer_new (self->config, self->bootstrap, ACTOR, &error);
     if (!self->producer) {
-        s_problem (self, "cannot create the Kafka producer", error);
+        mx_problem_report (&self->problem, "cannot create the Kafka producer", error);
         return -1;
     }
     return 0;
@@ -142,7 +106,7 @@ s_record_failures (s_aggregator_t *self, int64_t now)
     if (count && mx_outbox_fail (self->pg, failures, count, (int) self->config->delivery_max_attempts,
                                  self->config->delivery_backoff.items, self->config->delivery_backoff.count,
                                  now, outcomes, &done, &error))
-        s_problem (self, "cannot record failed deliveries", error);
+        mx_problem_report (&self->problem, "cannot record failed deliveries", error);
     for (size_t i = 0; i < done; i++) {
         const char *reason = "";
         int64_t flid = 0;
@@ -188,7 +152,7 @@ s_settle (s_aggregator_t *self)
     char *error = NULL;
     if (mx_outbox_mark_schd_sent (self->pg, acked, count, now, &marked, &error))
         //  Kafka has them; the next flush sends the latest state again.
-        s_problem (self, "cannot mark delivered states SENT", error);
+        mx_problem_report (&self->problem, "cannot mark delivered states SENT", error);
     else
     if (count > 0)
         mx_log_emit (MX_LOG_DEBUG, ACTOR, json_pack ("{s:i,s:i}", "flights", (int) count, "events", marked),
@@ -254,18 +218,18 @@ s_flush (s_aggregator_t *self)
     assert (!self->batch);
     int64_t now = mx_clock_now (self->clock);
     self->last_flush = now;
-    if (s_pg (self) || s_producer (self)) {
+    if (mx_actor_pg (&self->pg, self->config, ACTOR, &self->problem) || s_producer (self)) {
         s_schedule (self, false);
         return;
     }
     mx_outbox_batch_t *batch = NULL;
     char *error = NULL;
     if (mx_outbox_take_schd (self->pg, (size_t) self->config->schd_flush_limit, now, &batch, &error)) {
-        s_problem (self, "cannot read the outbox", error);
+        mx_problem_report (&self->problem, "cannot read the outbox", error);
         s_schedule (self, false);
         return;
     }
-    s_recovered (self);
+    mx_problem_recovered (&self->problem);
     if (batch->count == 0) {
         mx_outbox_batch_destroy (&batch);
         s_schedule (self, false);
@@ -356,6 +320,7 @@ mx_aggregator_actor (zsock_t *pipe, void *args)
     self->pipe = pipe;
     self->args = (const mx_actor_args_t *) args;
     self->config = self->args->config;
+    self->problem.actor = ACTOR;
     self->clock = self->args->clock;
     self->next_flush = INT64_MAX;
     self->last_flush = INT64_MIN;
@@ -401,5 +366,5 @@ mx_aggregator_actor (zsock_t *pipe, void *args)
     mx_producer_destroy (&self->producer);
     mx_pg_disconnect (&self->pg);
     zsock_destroy (&self->ticks);
-    free (self->last_problem);
+    mx_problem_clear (&self->problem);
 }

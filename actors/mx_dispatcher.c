@@ -50,45 +50,8 @@ typedef struct {
     int64_t rounds;             //  full batches in this wake-up
     bool woken;                 //  EVENTS_COMMITTED while the batch was out
     int64_t next_round;
-    char *last_problem;
+    mx_problem_t problem;
 } s_dispatcher_t;
-
-//  A failure of PostgreSQL or Kafka set-up is logged once per text.
-static void
-s_problem (s_dispatcher_t *self, const char *what, char *error)
-{
-    char *line = zsys_sprintf ("%s: %s", what, error ? error : "unknown error");
-    if (!self->last_problem || strcmp (self->last_problem, line) != 0)
-        mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:s}", "error_class", "INFRA"), "%s; retrying", line);
-    free (self->last_problem);
-    self->last_problem = line;
-    free (error);
-}
-
-static void
-s_recovered (s_dispatcher_t *self)
-{
-    if (self->last_problem) {
-        mx_info (ACTOR, "recovered after: %s", self->last_problem);
-        free (self->last_problem);
-        self->last_problem = NULL;
-    }
-}
-
-static int
-s_pg (s_dispatcher_t *self)
-{
-    if (self->pg && PQstatus (self->pg) == CONNECTION_OK)
-        return 0;
-    mx_pg_disconnect (&self->pg);
-    char *error = NULL;
-    self->pg = mx_pg_connect (self->config->pg_conninfo, "msgxd-" ACTOR, self->config->pg_statement_timeout, &error);
-    if (!self->pg) {
-        s_problem (self, "PostgreSQL unreachable", error);
-        return -1;
-    }
-    return 0;
-}
 
 //  A producer that failed fatally cannot keep the order any more: replace it.
 static int
@@ -100,7 +63,7 @@ s_producer (s_dispatcher_t *self)
     char *error = NULL;
     self->producer = mx_producer_new (self->config, self->bootstrap, ACTOR, &error);
     if (!self->producer) {
-        s_problem (self, "cannot create the Kafka producer", error);
+        mx_problem_report (&self->problem, "cannot create the Kafka producer", error);
         return -1;
     }
     return 0;
@@ -141,7 +104,7 @@ s_settle (s_dispatcher_t *self)
     if (rc) {
         //  Kafka has them; they go once more (same event ids) when
         //  PostgreSQL answers again.
-        s_problem (self, "cannot mark delivered events SENT", error);
+        mx_problem_report (&self->problem, "cannot mark delivered events SENT", error);
         self->next_round = now + self->config->pipeline_poll_interval;
         s_batch_free (self);
         return;
@@ -155,7 +118,7 @@ s_settle (s_dispatcher_t *self)
         if (mx_outbox_fail (self->pg, &failure, 1, (int) self->config->delivery_max_attempts,
                             self->config->delivery_backoff.items, self->config->delivery_backoff.count,
                             now, &outcome, &done, &error)) {
-            s_problem (self, "cannot record a failed delivery", error);
+            mx_problem_report (&self->problem, "cannot record a failed delivery", error);
             self->next_round = now + self->config->pipeline_poll_interval;
         }
         else
@@ -260,7 +223,7 @@ s_round (s_dispatcher_t *self)
 {
     assert (!self->batch);
     int64_t now = mx_clock_now (self->clock);
-    if (s_pg (self) || s_producer (self)) {
+    if (mx_actor_pg (&self->pg, self->config, ACTOR, &self->problem) || s_producer (self)) {
         self->next_round = now + self->config->pipeline_poll_interval;
         return;
     }
@@ -268,11 +231,11 @@ s_round (s_dispatcher_t *self)
     char *error = NULL;
     if (mx_outbox_take (self->pg, MX_OUTBOX_TARGET_MSG, (size_t) self->config->pipeline_delivery_batch, now,
                         &batch, &error)) {
-        s_problem (self, "cannot read the outbox", error);
+        mx_problem_report (&self->problem, "cannot read the outbox", error);
         self->next_round = now + self->config->pipeline_poll_interval;
         return;
     }
-    s_recovered (self);
+    mx_problem_recovered (&self->problem);
     if (batch->count == 0) {
         //  Nothing ready: the head's due time, else the safety sweep.
         self->next_round = batch->waiting_until >= 0 ? batch->waiting_until
@@ -362,6 +325,7 @@ mx_dispatcher_actor (zsock_t *pipe, void *args)
     self->pipe = pipe;
     self->args = (const mx_actor_args_t *) args;
     self->config = self->args->config;
+    self->problem.actor = ACTOR;
     self->clock = self->args->clock;
     self->next_round = INT64_MAX;
     self->batch_deadline = INT64_MAX;
@@ -406,5 +370,5 @@ mx_dispatcher_actor (zsock_t *pipe, void *args)
     mx_producer_destroy (&self->producer);
     mx_pg_disconnect (&self->pg);
     zsock_destroy (&self->ticks);
-    free (self->last_problem);
+    mx_problem_clear (&self->problem);
 }

@@ -24,21 +24,11 @@ typedef struct {
     mx_inbox_t *inbox;
     int64_t next_poll;
     int64_t next_late_check;
-    char *last_problem;         //  logged once until it changes
+    mx_problem_t problem;
     int64_t reported_hole;      //  hole position already logged
     uint64_t holes_released;
     uint64_t late_detected;
 } s_ingress_t;
-
-//  A failure is logged once per distinct text, so an outage is one line.
-static void
-s_problem (s_ingress_t *self, char *error)
-{
-    if (!self->last_problem || strcmp (self->last_problem, error) != 0)
-        mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:s}", "error_class", "INFRA"), "%s; retrying", error);
-    free (self->last_problem);
-    self->last_problem = error;
-}
 
 static bool
 s_poll (s_ingress_t *self)
@@ -46,14 +36,10 @@ s_poll (s_ingress_t *self)
     mx_inbox_round_t round;
     char *error = NULL;
     if (mx_inbox_round (self->inbox, mx_clock_now (self->clock), &round, &error)) {
-        s_problem (self, error);
+        mx_problem_report (&self->problem, NULL, error);
         return false;
     }
-    if (self->last_problem) {
-        mx_info (ACTOR, "recovered: %s", "mailbox and PostgreSQL readable again");
-        free (self->last_problem);
-        self->last_problem = NULL;
-    }
+    mx_problem_recovered (&self->problem);
     if (round.released) {
         self->holes_released++;
         mx_log_emit (MX_LOG_WARN, ACTOR,
@@ -82,7 +68,7 @@ s_late_check (s_ingress_t *self)
     int detected = 0;
     char *message = NULL, *error = NULL;
     if (mx_inbox_late_check (self->inbox, mx_clock_now (self->clock), &detected, &message, &error)) {
-        s_problem (self, error);
+        mx_problem_report (&self->problem, NULL, error);
         return;
     }
     if (detected > 0) {
@@ -224,6 +210,7 @@ mx_ingress_actor (zsock_t *pipe, void *args)
     self->pipe = pipe;
     self->args = (const mx_actor_args_t *) args;
     self->config = self->args->config;
+    self->problem.actor = ACTOR;
     self->clock = self->args->clock;
     self->inbox = mx_inbox_new (self->config);
     if (mx_clock_endpoint (self->clock))
@@ -265,5 +252,5 @@ mx_ingress_actor (zsock_t *pipe, void *args)
     }
     mx_inbox_destroy (&self->inbox);
     zsock_destroy (&self->ticks);
-    free (self->last_problem);
+    mx_problem_clear (&self->problem);
 }

@@ -39,34 +39,8 @@ typedef struct {
     int64_t next_check;         //  deadline of the next tick
     int64_t warned_w;           //  "head above W" said once per W
     zmsg_t *pending_admin;      //  a replay waiting for the in-flight message
-    char *last_problem;
+    mx_problem_t problem;
 } s_pump_t;
-
-static void
-s_problem (s_pump_t *self, const char *what, char *error)
-{
-    char *line = zsys_sprintf ("%s: %s", what, error ? error : "unknown error");
-    if (!self->last_problem || strcmp (self->last_problem, line) != 0)
-        mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:s}", "error_class", "INFRA"), "%s; retrying", line);
-    free (self->last_problem);
-    self->last_problem = line;
-    free (error);
-}
-
-static int
-s_pg (s_pump_t *self)
-{
-    if (self->pg && PQstatus (self->pg) == CONNECTION_OK)
-        return 0;
-    mx_pg_disconnect (&self->pg);
-    char *error = NULL;
-    self->pg = mx_pg_connect (self->config->pg_conninfo, "msgxd-pump", self->config->pg_statement_timeout, &error);
-    if (!self->pg) {
-        s_problem (self, "PostgreSQL unreachable", error);
-        return -1;
-    }
-    return 0;
-}
 
 static void
 s_later (s_pump_t *self, int64_t delay_ms)
@@ -80,7 +54,7 @@ static void
 s_tick (s_pump_t *self)
 {
     while (!self->paused && !self->in_flight && !self->terminated) {
-        if (s_pg (self)) {
+        if (mx_actor_pg (&self->pg, self->config, ACTOR, &self->problem)) {
             s_later (self, self->config->pipeline_poll_interval);
             return;
         }
@@ -88,7 +62,7 @@ s_tick (s_pump_t *self)
         mx_head_t head;
         int found = mx_procstate_head (self->pg, &head, &error);
         if (found < 0) {
-            s_problem (self, "cannot read the FIFO head", error);
+            mx_problem_report (&self->problem, "cannot read the FIFO head", error);
             s_later (self, self->config->pipeline_poll_interval);
             return;
         }
@@ -99,12 +73,11 @@ s_tick (s_pump_t *self)
         }
         mx_cursor_t cursor;
         if (mx_cursor_get (self->pg, &cursor, &error)) {
-            s_problem (self, "cannot read the watermark", error);
+            mx_problem_report (&self->problem, "cannot read the watermark", error);
             s_later (self, self->config->pipeline_poll_interval);
             return;
         }
-        free (self->last_problem);
-        self->last_problem = NULL;
+        mx_problem_recovered (&self->problem);
         //  2. Above W: only compat rows get here; claiming would let it
         //  overtake smaller IDs ingress has not seen yet.
         if (head.msg_id > cursor.w) {
@@ -128,7 +101,7 @@ s_tick (s_pump_t *self)
                 const char *why = by_attempts ? "attempts exhausted" : "head-deadline exceeded";
                 int rc = mx_procstate_poison (self->pg, head.msg_id, why, now, &error);
                 if (rc < 0) {
-                    s_problem (self, "cannot escalate a poisoned head", error);
+                    mx_problem_report (&self->problem, "cannot escalate a poisoned head", error);
                     s_later (self, self->config->pipeline_poll_interval);
                     return;
                 }
@@ -149,7 +122,7 @@ s_tick (s_pump_t *self)
         }
         //  5. Process.
         if (mx_procstate_mark_started (self->pg, head.msg_id, now, &error)) {
-            s_problem (self, "cannot mark the head as started", error);
+            mx_problem_report (&self->problem, "cannot mark the head as started", error);
             s_later (self, self->config->pipeline_poll_interval);
             return;
         }
@@ -260,7 +233,7 @@ s_replay (s_pump_t *self, json_t *args, bool *ok)
         free (ids);
         return strdup ("replay changes the FIFO: add --yes to act, or --dry-run to look first");
     }
-    if (s_pg (self)) {
+    if (mx_actor_pg (&self->pg, self->config, ACTOR, &self->problem)) {
         free (ids);
         return strdup ("PostgreSQL unreachable");
     }
@@ -428,6 +401,7 @@ mx_pump_actor (zsock_t *pipe, void *args)
     self->pipe = pipe;
     self->args = (const mx_actor_args_t *) args;
     self->config = self->args->config;
+    self->problem.actor = ACTOR;
     self->clock = self->args->clock;
     self->mailbox = mx_mailbox_new (self->config);
     self->next_check = INT64_MAX;
@@ -479,5 +453,5 @@ mx_pump_actor (zsock_t *pipe, void *args)
     mx_pg_disconnect (&self->pg);
     mx_mailbox_destroy (&self->mailbox);
     mx_tz_destroy (&self->zone);
-    free (self->last_problem);
+    mx_problem_clear (&self->problem);
 }
