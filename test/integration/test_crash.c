@@ -278,6 +278,10 @@ test_kill_9_while_draining_loses_and_repeats_nothing (void **state)
         "SELECT count(*) FROM (SELECT target, flid, count(*) AS n, count(DISTINCT state_version) AS d,"
         " min(state_version) AS lo, max(state_version) AS hi FROM msg_event GROUP BY target, flid) e"
         " JOIN flight_schd f USING (flid) WHERE e.n <> e.d OR e.lo <> 1 OR e.hi <> e.n OR e.hi <> f.state_version");
+    //  ... and event ids (delivery order) follow the versions per flight.
+    version_breaks += s_int (conn,
+        "SELECT count(*) FROM (SELECT state_version < lag (state_version) OVER"
+        " (PARTITION BY target, flid ORDER BY event_id) AS bad FROM msg_event) t WHERE bad");
     int64_t succeeded = s_int (conn, "SELECT count(*) FROM proc_state WHERE state = 'SUCCEEDED'");
     int64_t events = s_int (conn, "SELECT count(*) FROM msg_event");
     int64_t dead = s_int (conn, "SELECT count(*) FROM proc_state WHERE state = 'DEAD'");

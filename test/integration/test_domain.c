@@ -178,6 +178,10 @@ s_assert_events_match_versions (fixture_t *fx)
         "        max(state_version) AS hi FROM msg_event GROUP BY target, flid) e"
         " JOIN flight_schd f USING (flid)"
         " WHERE e.n <> e.d OR e.lo <> 1 OR e.hi <> e.n OR e.hi <> f.state_version", "0");
+    //  Delivery order (event_id) follows the versions of each flight.
+    mx_testpg_expect (fx->conn,
+        "SELECT count(*) FROM (SELECT state_version < lag (state_version) OVER"
+        " (PARTITION BY target, flid ORDER BY event_id) AS bad FROM msg_event) t WHERE bad", "0");
     mx_testpg_expect (fx->conn,
         "SELECT count(*) FROM flight_schd f WHERE NOT EXISTS"
         " (SELECT 1 FROM msg_event e WHERE e.flid = f.flid AND e.target = 'KAFKA:schd')", "0");
