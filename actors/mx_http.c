@@ -17,10 +17,18 @@
 
 #include "mx_log.h"
 #include "mx_mailbox.h"
+#include "mx_metrics.h"
+#include "mx_metrics_actor.h"
 #include "mx_pg.h"
 #include "mx_procstate.h"
 
 #define S_PATH_SEND "/cminmsgs/send"
+#define S_PATH_HEALTH "/health"
+#define S_PATH_METRICS "/metrics"
+
+//  How long /health and /metrics wait for the metrics actor. Longer than
+//  its Kafka check (MX_METRICS_KAFKA_TIMEOUT_MS) plus a database round trip.
+#define S_METRICS_WAIT_MS 2000
 
 //  Per-connection bounds: idle seconds before MHD drops a connection, open
 //  connections, and MHD's per-connection memory pool (request line and
@@ -64,6 +72,8 @@ typedef struct {
     mx_mailbox_t *mailbox;
     PGconn *pg;                     //  lazily (re)connected
     s_counts_t counts;
+    zsock_t *metrics;               //  DEALER to the metrics actor
+    uint64_t metrics_tag;           //  of the last request, to drop late replies
 } s_http_t;
 
 //  One request being received (MHD's per-request pointer).
@@ -97,18 +107,25 @@ s_peer (struct MHD_Connection *connection, char *buf, size_t size)
 }
 
 static enum MHD_Result
-s_respond (struct MHD_Connection *connection, unsigned int status, const char *text)
+s_respond_as (struct MHD_Connection *connection, unsigned int status, const char *type,
+              const char *allow, const char *text)
 {
     struct MHD_Response *response =
         MHD_create_response_from_buffer (strlen (text), (void *) text, MHD_RESPMEM_MUST_COPY);
     if (!response)
         return MHD_NO;
-    MHD_add_response_header (response, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+    MHD_add_response_header (response, MHD_HTTP_HEADER_CONTENT_TYPE, type);
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-        MHD_add_response_header (response, MHD_HTTP_HEADER_ALLOW, MHD_HTTP_METHOD_POST);
+        MHD_add_response_header (response, MHD_HTTP_HEADER_ALLOW, allow);
     enum MHD_Result rc = MHD_queue_response (connection, status, response);
     MHD_destroy_response (response);
     return rc;
+}
+
+static enum MHD_Result
+s_respond (struct MHD_Connection *connection, unsigned int status, const char *text)
+{
+    return s_respond_as (connection, status, "text/plain; charset=utf-8", MHD_HTTP_METHOD_POST, text);
 }
 
 static void
@@ -324,6 +341,96 @@ s_send (s_http_t *self, struct MHD_Connection *connection, s_request_t *request)
     return s_respond (connection, MHD_HTTP_OK, mx_pg_int64_text (id, text));
 }
 
+//  ---------------------------------------------------------------------
+//  /health and /metrics
+
+//  The metrics actor's snapshot (see mx_metrics_actor.h), or NULL when it
+//  did not answer within S_METRICS_WAIT_MS. A reply to an earlier request
+//  that came too late is dropped by its tag.
+static json_t *
+s_ask_metrics (s_http_t *self)
+{
+    if (!self->metrics)
+        return NULL;
+    char tag [24];
+    snprintf (tag, sizeof tag, "%" PRIu64, ++self->metrics_tag);
+    if (zstr_sendx (self->metrics, "SNAPSHOT", tag, NULL))
+        return NULL;
+    int64_t deadline = zclock_mono () + S_METRICS_WAIT_MS;
+    while (true) {
+        int64_t left = deadline - zclock_mono ();
+        if (left <= 0)
+            return NULL;
+        zmq_pollitem_t item = { zsock_resolve (self->metrics), 0, ZMQ_POLLIN, 0 };
+        if (zmq_poll (&item, 1, (long) left) < 0 && errno != EINTR)
+            return NULL;
+        if (!(item.revents & ZMQ_POLLIN))
+            continue;
+        char *got_tag = NULL, *text = NULL;
+        if (zstr_recvx (self->metrics, &got_tag, &text, NULL) < 2) {
+            zstr_free (&got_tag);
+            zstr_free (&text);
+            continue;
+        }
+        bool ours = streq (got_tag, tag);
+        json_t *snapshot = ours ? json_loads (text, 0, NULL) : NULL;
+        zstr_free (&got_tag);
+        zstr_free (&text);
+        if (ours)
+            return snapshot;
+    }
+}
+
+static enum MHD_Result
+s_health (s_http_t *self, struct MHD_Connection *connection)
+{
+    json_t *snapshot = s_ask_metrics (self);
+    json_t *body;
+    unsigned int status;
+    if (snapshot) {
+        const char *verdict = json_string_value (json_object_get (snapshot, "status"));
+        bool ok = verdict && streq (verdict, "ok");
+        status = ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE;
+        //  Only the active instance runs the http actor.
+        body = json_pack ("{s:s,s:s,s:O,s:O}", "status", ok ? "ok" : "degraded", "role", "active",
+                          "dependencies", json_object_get (snapshot, "dependencies"),
+                          "backlog", json_object_get (snapshot, "backlog"));
+        json_decref (snapshot);
+    }
+    else {
+        status = MHD_HTTP_SERVICE_UNAVAILABLE;
+        char *error = zsys_sprintf ("metrics actor did not answer within %d ms", S_METRICS_WAIT_MS);
+        mx_log_emit (MX_LOG_WARN, self->name, NULL, "GET " S_PATH_HEALTH ": %s", error);
+        body = json_pack ("{s:s,s:s,s:s}", "status", "degraded", "role", "active", "error", error);
+        free (error);
+    }
+    char *text = json_dumps (body, JSON_COMPACT);
+    json_decref (body);
+    enum MHD_Result rc = s_respond_as (connection, status, "application/json", MHD_HTTP_METHOD_GET,
+                                       text ? text : "{}");
+    free (text);
+    return rc;
+}
+
+static enum MHD_Result
+s_metrics (s_http_t *self, struct MHD_Connection *connection)
+{
+    json_t *snapshot = s_ask_metrics (self);
+    if (!snapshot) {
+        mx_log_emit (MX_LOG_WARN, self->name, NULL,
+                     "GET " S_PATH_METRICS ": metrics actor did not answer within %d ms;"
+                     " backlog figures reported unknown", S_METRICS_WAIT_MS);
+        mx_metrics_actor_publish (NULL);
+    }
+    json_decref (snapshot);             //  the actor has set the gauges already
+    mx_metrics_counter_set (mx_metrics_log_dropped (), mx_log_dropped ());
+    char *text = mx_metrics_render ();
+    enum MHD_Result rc = s_respond_as (connection, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",
+                                       MHD_HTTP_METHOD_GET, text);
+    free (text);
+    return rc;
+}
+
 //  Gives up the body: from now on its bytes are dropped, and the request
 //  ends with status.
 static void
@@ -382,6 +489,15 @@ s_access (void *cls, struct MHD_Connection *connection, const char *url,
 
     if (!request) {
         //  Headers only. Refusing now means MHD never reads the body.
+        bool health = strcmp (url, S_PATH_HEALTH) == 0;
+        if (health || strcmp (url, S_PATH_METRICS) == 0) {
+            if (strcmp (method, MHD_HTTP_METHOD_GET) != 0) {
+                s_count_rejection (self, MHD_HTTP_METHOD_NOT_ALLOWED);
+                return s_respond_as (connection, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8",
+                                     MHD_HTTP_METHOD_GET, "method not allowed: use GET\n");
+            }
+            return health ? s_health (self, connection) : s_metrics (self, connection);
+        }
         if (strcmp (url, S_PATH_SEND) != 0)
             return s_rejectf (self, connection, MHD_HTTP_NOT_FOUND,
                               "no such path '%.128s': the compat entry is POST " S_PATH_SEND, url);
@@ -547,6 +663,16 @@ s_start (s_http_t *self, char **error)
     const union MHD_DaemonInfo *info = MHD_get_daemon_info (self->daemon, MHD_DAEMON_INFO_EPOLL_FD);
     assert (info);
     self->epoll_fd = info->epoll_fd;
+    //  inproc connects before the bind are fine: the metrics actor may
+    //  start later (or not at all: /health then says so).
+    char endpoint [256];
+    mx_actor_endpoint (self->args, "metrics", endpoint, sizeof endpoint);
+    self->metrics = zsock_new (ZMQ_DEALER);
+    if (!self->metrics || zsock_connect (self->metrics, "%s", endpoint)) {
+        *error = zsys_sprintf ("cannot connect to the metrics actor at %s", endpoint);
+        return -1;
+    }
+    zsock_set_linger (self->metrics, 0);
     return 0;
 }
 
@@ -652,6 +778,7 @@ mx_http_actor (zsock_t *pipe, void *args)
             MHD_run (self->daemon);
     }
     s_stop (self);
+    zsock_destroy (&self->metrics);
     mx_pg_disconnect (&self->pg);
     mx_mailbox_destroy (&self->mailbox);
 }

@@ -9,6 +9,9 @@
 
 #include "mx_pg.h"
 
+#include <czmq.h>
+#include <time.h>
+
 #define TS(n) "to_timestamp ($" #n "::bigint / 1000.0)"
 
 char *
@@ -197,52 +200,101 @@ mx_bulk_finish (PGconn *conn, const mx_bulk_terminal_t *rows, size_t count, int6
     return 0;
 }
 
+//  COPY text format: backslash, tab, newline and carriage return escaped.
+static void
+s_copy_field (zchunk_t *out, const char *value)
+{
+    if (!value) {
+        zchunk_extend (out, "\\N", 2);
+        return;
+    }
+    const char *run = value;
+    for (const char *at = value; ; at++) {
+        const char *escape = *at == '\\' ? "\\\\" : *at == '\t' ? "\\t" : *at == '\n' ? "\\n"
+                           : *at == '\r' ? "\\r" : NULL;
+        if (escape || !*at) {
+            zchunk_extend (out, run, (size_t) (at - run));
+            if (!*at)
+                break;
+            zchunk_extend (out, escape, 2);
+            run = at + 1;
+        }
+    }
+}
+
 int
 mx_bulk_events (PGconn *conn, const mx_bulk_event_t *events, size_t count, int64_t now_ms, char **error)
 {
     if (count == 0)
         return 0;
-    const char **targets = (const char **) calloc (count, sizeof (char *));
-    const char **types = (const char **) calloc (count, sizeof (char *));
-    const char **payloads = (const char **) calloc (count, sizeof (char *));
-    int64_t *flids = (int64_t *) calloc (count, sizeof (int64_t));
-    int64_t *versions = (int64_t *) calloc (count, sizeof (int64_t));
-    int64_t *msg_ids = (int64_t *) calloc (count, sizeof (int64_t));
-    for (size_t i = 0; i < count; i++) {
-        targets [i] = events [i].target == MX_TARGET_MSG ? "KAFKA:msg" : "KAFKA:schd";
-        types [i] = events [i].type == MX_EVENT_UPSERT ? "UPSERT" : "TOMBSTONE";
-        payloads [i] = events [i].payload;
-        flids [i] = events [i].flid;
-        versions [i] = events [i].state_version;
-        msg_ids [i] = events [i].msg_id;
+    //  The ids first, in order: they go into the documents, which are then
+    //  loaded with COPY (far cheaper than an INSERT of array parameters).
+    char count_text [MX_PG_INT64_BUFSIZE];
+    const char *params [] = { mx_pg_int64_text ((int64_t) count, count_text) };
+    PGresult *res = NULL;
+    if (mx_pg_exec (conn, "SELECT nextval (pg_get_serial_sequence ('msg_event', 'event_id'))"
+                          " FROM generate_series (1, $1::bigint)", 1, params, &res, error))
+        return -1;
+    if ((size_t) PQntuples (res) != count) {
+        PQclear (res);
+        *error = strdup ("could not draw event ids");
+        return -1;
     }
-    char *arrays [6] = {
-        mx_bulk_text_array (targets, count), mx_bulk_text_array (types, count), mx_bulk_int_array (flids, count),
-        mx_bulk_int_array (versions, count), mx_bulk_int_array (msg_ids, count), mx_bulk_text_array (payloads, count)
-    };
-    char now [MX_PG_INT64_BUFSIZE];
-    const char *params [] = { arrays [0], arrays [1], arrays [2], arrays [3], arrays [4], arrays [5],
-                              mx_pg_int64_text (now_ms, now) };
-    //  Ids are drawn in the rows' order (the inner ORDER BY runs before the
-    //  outer nextval), so delivery order is the order of the batch.
-    int rc = mx_pg_exec (conn,
-        "INSERT INTO msg_event (event_id, target, partition_key, event_type, flid, state_version,"
-        " msg_id, payload, created_at)"
-        " SELECT id, target, flid::text, type, flid, version, nullif (msg_id, 0),"
-        "  CASE WHEN left (payload, 14) = '{\"event_id\":0,'"
-        "       THEN '{\"event_id\":' || id || ',' || substr (payload, 15) ELSE payload END, " TS (7)
-        " FROM (SELECT nextval (pg_get_serial_sequence ('msg_event', 'event_id')) AS id, t.* FROM ("
-        "   SELECT * FROM unnest ($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::text[])"
-        "   WITH ORDINALITY AS u (target, type, flid, version, msg_id, payload, ord) ORDER BY ord) t) n"
-        " ORDER BY id",
-        7, params, NULL, error);
-    for (int i = 0; i < 6; i++)
-        free (arrays [i]);
-    free (targets);
-    free (types);
-    free (payloads);
-    free (flids);
-    free (versions);
-    free (msg_ids);
+    time_t seconds = (time_t) (now_ms / 1000);
+    struct tm tm;
+    gmtime_r (&seconds, &tm);
+    char created [48];
+    size_t n = strftime (created, sizeof created, "%Y-%m-%d %H:%M:%S", &tm);
+    snprintf (created + n, sizeof created - n, ".%03d+00", (int) (now_ms % 1000));
+    zchunk_t *out = zchunk_new (NULL, count * 2048);
+    for (size_t i = 0; i < count; i++) {
+        const mx_bulk_event_t *event = &events [i];
+        const char *id = PQgetvalue (res, (int) i, 0);
+        char line [256];
+        char msg_id [MX_PG_INT64_BUFSIZE] = "\\N";
+        if (event->msg_id > 0)
+            mx_pg_int64_text (event->msg_id, msg_id);
+        snprintf (line, sizeof line, "%s\t%s\t%" PRId64 "\t%s\t%" PRId64 "\t%" PRId64 "\t%s\t", id,
+                  event->target == MX_TARGET_MSG ? "KAFKA:msg" : "KAFKA:schd", event->flid,
+                  event->type == MX_EVENT_UPSERT ? "UPSERT" : "TOMBSTONE", event->flid, event->state_version,
+                  msg_id);
+        zchunk_extend (out, line, strlen (line));
+        const char *payload = event->payload;
+        static const char prefix [] = "{\"event_id\":0,";
+        if (payload && strncmp (payload, prefix, sizeof prefix - 1) == 0) {
+            char head [64];
+            snprintf (head, sizeof head, "{\"event_id\":%s,", id);
+            s_copy_field (out, head);
+            s_copy_field (out, payload + sizeof prefix - 1);
+        }
+        else
+            s_copy_field (out, payload);
+        zchunk_extend (out, "\t", 1);
+        zchunk_extend (out, created, strlen (created));
+        zchunk_extend (out, "\n", 1);
+    }
+    PQclear (res);
+    int rc = 0;
+    res = PQexec (conn, "COPY msg_event (event_id, target, partition_key, event_type, flid, state_version,"
+                        " msg_id, payload, created_at) FROM STDIN");
+    if (PQresultStatus (res) != PGRES_COPY_IN) {
+        if (mx_pg_check (conn, res, "COPY msg_event", error) == 0)
+            *error = strdup ("COPY msg_event did not start");
+        rc = -1;
+    }
+    PQclear (res);
+    if (rc == 0) {
+        if (PQputCopyData (conn, (const char *) zchunk_data (out), (int) zchunk_size (out)) != 1
+        ||  PQputCopyEnd (conn, NULL) != 1) {
+            *error = strdup (PQerrorMessage (conn));
+            rc = -1;
+        }
+        while ((res = PQgetResult (conn)) != NULL) {
+            if (rc == 0 && mx_pg_check (conn, res, "COPY msg_event", error))
+                rc = -1;
+            PQclear (res);
+        }
+    }
+    zchunk_destroy (&out);
     return rc;
 }
