@@ -7,6 +7,7 @@
 #include "mx_http.h"
 #include "mx_ingress.h"
 #include "mx_jobs_actor.h"
+#include "mx_metrics_actor.h"
 #include "mx_processor.h"
 #include "mx_pump.h"
 #include "mx_requests_actor.h"
@@ -21,6 +22,7 @@ const mx_actor_def_t mx_pipeline_actors [] = {
     { "jobs", mx_jobs_actor, false },
     { "dispatcher", mx_dispatcher_actor, false },
     { "schd-aggregator", mx_aggregator_actor, false },
+    { "metrics", mx_metrics_actor, false },
     { "http", mx_http_actor, false },
 };
 const size_t mx_pipeline_actor_count = sizeof mx_pipeline_actors / sizeof mx_pipeline_actors [0];

@@ -9,6 +9,7 @@
 #include <assert.h>
 
 #include "mx_log.h"
+#include "mx_metrics.h"
 #include "mx_outbox.h"
 #include "mx_pg.h"
 #include "mx_producer.h"
@@ -48,6 +49,8 @@ typedef struct {
     int64_t last_flush;         //  start of the last flush, INT64_MIN before the first
     int64_t next_flush;
     mx_problem_t problem;
+    mx_metrics_counter_t *sent_total;
+    mx_metrics_counter_t *failed_total;
 } s_aggregator_t;
 
 static int
@@ -103,6 +106,7 @@ s_record_failures (s_aggregator_t *self, int64_t now)
             };
     size_t done = 0;
     char *error = NULL;
+    mx_metrics_add (self->failed_total, count);
     if (count && mx_outbox_fail (self->pg, failures, count, (int) self->config->delivery_max_attempts,
                                  self->config->delivery_backoff.items, self->config->delivery_backoff.count,
                                  now, outcomes, &done, &error))
@@ -154,9 +158,11 @@ s_settle (s_aggregator_t *self)
         //  Kafka has them; the next flush sends the latest state again.
         mx_problem_report (&self->problem, "cannot mark delivered states SENT", error);
     else
-    if (count > 0)
+    if (count > 0) {
+        mx_metrics_add (self->sent_total, (uint64_t) marked);
         mx_log_emit (MX_LOG_DEBUG, ACTOR, json_pack ("{s:i,s:i}", "flights", (int) count, "events", marked),
                      "%zu flight states delivered for %d events", count, marked);
+    }
     free (acked);
     s_record_failures (self, now);
     s_schedule (self, batch->count == (size_t) self->config->schd_flush_limit);
@@ -321,6 +327,8 @@ mx_aggregator_actor (zsock_t *pipe, void *args)
     self->args = (const mx_actor_args_t *) args;
     self->config = self->args->config;
     self->problem.actor = ACTOR;
+    self->sent_total = mx_metrics_events_sent ("KAFKA:schd");
+    self->failed_total = mx_metrics_events_failed ("KAFKA:schd");
     self->clock = self->args->clock;
     self->next_flush = INT64_MAX;
     self->last_flush = INT64_MIN;

@@ -9,6 +9,7 @@
 #include <assert.h>
 
 #include "mx_log.h"
+#include "mx_metrics.h"
 #include "mx_outbox.h"
 #include "mx_pg.h"
 #include "mx_producer.h"
@@ -51,6 +52,8 @@ typedef struct {
     bool woken;                 //  EVENTS_COMMITTED while the batch was out
     int64_t next_round;
     mx_problem_t problem;
+    mx_metrics_counter_t *sent_total;
+    mx_metrics_counter_t *failed_total;
 } s_dispatcher_t;
 
 //  A producer that failed fatally cannot keep the order any more: replace it.
@@ -109,7 +112,9 @@ s_settle (s_dispatcher_t *self)
         s_batch_free (self);
         return;
     }
+    mx_metrics_add (self->sent_total, prefix);
     if (prefix < batch->count) {
+        mx_metrics_add (self->failed_total, 1);
         const mx_outbox_event_t *event = &batch->events [prefix];
         const s_slot_t *slot = &self->slots [prefix];
         mx_outbox_failure_t failure = { event->event_id, slot->reason ? slot->reason : "no delivery report" };
@@ -326,6 +331,8 @@ mx_dispatcher_actor (zsock_t *pipe, void *args)
     self->args = (const mx_actor_args_t *) args;
     self->config = self->args->config;
     self->problem.actor = ACTOR;
+    self->sent_total = mx_metrics_events_sent ("KAFKA:msg");
+    self->failed_total = mx_metrics_events_failed ("KAFKA:msg");
     self->clock = self->args->clock;
     self->next_round = INT64_MAX;
     self->batch_deadline = INT64_MAX;

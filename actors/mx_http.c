@@ -673,6 +673,8 @@ s_start (s_http_t *self, char **error)
         return -1;
     }
     zsock_set_linger (self->metrics, 0);
+    //  Never queue requests behind an absent metrics actor.
+    zsock_set_sndtimeo (self->metrics, 0);
     return 0;
 }
 

@@ -1,5 +1,5 @@
 /*  mx_http - the http actor: the compat entry POST /cminmsgs/send
-    (../shared/spec/SPEC.md §3.1).
+    (../shared/spec/SPEC.md §3.1), GET /health and GET /metrics (§8).
 
     libmicrohttpd runs inside the actor's own thread (MHD_USE_EPOLL, no
     internal threads): its epoll fd sits in the actor's zmq_poll loop next
@@ -17,6 +17,16 @@
     logged: polling registers the row later. Both writes run inside the
     actor's loop, so a slow mailbox or PostgreSQL delays other HTTP clients
     by at most their configured timeouts.
+
+    GET /health asks the metrics actor (mx_metrics_actor.h) for its
+    snapshot, waiting at most 2 s, and answers application/json
+    {"status":"ok"|"degraded","role":"active","dependencies":{...},
+    "backlog":{...}}: 200 when every required dependency is ok, else 503;
+    503 with "error":"metrics actor did not answer ..." when it is silent.
+    GET /metrics answers text/plain; version=0.0.4: the registry
+    (core/mx_metrics) with the snapshot gauges just refreshed by the same
+    request (NaN when the metrics actor is silent). Other methods on these
+    two paths answer 405.
 
     Start-up follows mx_actor.h: args is an mx_actor_args_t *; START binds
     (START_FAILED names the address and the reason), "$TERM" stops.

@@ -10,6 +10,7 @@
 
 #include "mx_inbox.h"
 #include "mx_log.h"
+#include "mx_metrics.h"
 
 #define ACTOR "ingress"
 
@@ -42,6 +43,7 @@ s_poll (s_ingress_t *self)
     mx_problem_recovered (&self->problem);
     if (round.released) {
         self->holes_released++;
+        mx_metrics_add (mx_metrics_hole_aged_out (), 1);
         mx_log_emit (MX_LOG_WARN, ACTOR,
                      json_pack ("{s:I,s:I}", "id_from", (json_int_t) round.released_from,
                                 "id_to", (json_int_t) round.released_to),
@@ -73,6 +75,7 @@ s_late_check (s_ingress_t *self)
     }
     if (detected > 0) {
         self->late_detected += (uint64_t) detected;
+        mx_metrics_add (mx_metrics_late_arrival (), (uint64_t) detected);
         mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:i}", "late_arrivals", detected),
                      "late arrival: %s; not enqueued: the upstream committed these later than "
                      "max-commit-delay allows", message);

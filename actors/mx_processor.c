@@ -22,6 +22,7 @@
 #include "mx_flight.h"
 #include "mx_flight_repo.h"
 #include "mx_log.h"
+#include "mx_metrics.h"
 #include "mx_mailbox.h"
 #include "mx_pg.h"
 #include "mx_procstate.h"
@@ -44,6 +45,7 @@ typedef struct {
     mx_tz_t *zone;
     uint64_t processed;
     uint64_t transactions;
+    char current_type [16];     //  TYPE of the message in hand, "-" before decoding
 } s_processor_t;
 
 //  What happened to one message.
@@ -79,6 +81,7 @@ s_finish (s_processor_t *self, int64_t msg_id, mx_state_t state, mx_error_class_
     if (mx_procstate_finish (self->pg, msg_id, state, error_class, text, outcome,
                              mx_clock_now (self->clock), &error) < 0)
         return s_broken (msg_id, "cannot record the outcome", error);
+    mx_metrics_add (mx_metrics_messages (self->current_type, mx_state_name (state)), 1);
     json_t *fields = json_pack ("{s:I,s:s}", "msg_id", (json_int_t) msg_id, "state", mx_state_name (state));
     if (error_class != MX_ERR_NONE)
         json_object_set_new (fields, "error_class", json_string (mx_error_class_name (error_class)));
@@ -99,6 +102,9 @@ s_fail (s_processor_t *self, int64_t msg_id, mx_error_class_t error_class, const
                            config->pipeline_backoff_ms.count, config->pipeline_backoff_cap_ms,
                            &dead, &error) < 0)
         return s_broken (msg_id, "cannot record a failed attempt", error);
+    mx_metrics_add (mx_metrics_messages_failed (mx_error_class_name (error_class)), 1);
+    if (dead)
+        mx_metrics_add (mx_metrics_messages (self->current_type, "DEAD"), 1);
     json_t *fields = json_pack ("{s:I,s:s,s:s}", "msg_id", (json_int_t) msg_id,
                                 "error_class", dead ? "EXHAUSTED" : mx_error_class_name (error_class),
                                 "state", dead ? "DEAD" : "FAILED");
@@ -457,6 +463,7 @@ static s_outcome_t
 s_process_one (s_processor_t *self, int64_t msg_id)
 {
     char *error = NULL;
+    snprintf (self->current_type, sizeof self->current_type, "-");
     mx_head_t row;
     int found = mx_procstate_get (self->pg, msg_id, &row, &error);
     if (found <= 0)
@@ -509,6 +516,7 @@ s_process_one (s_processor_t *self, int64_t msg_id)
         return outcome;
     }
     const mx_sis_meta_t *meta = mx_sis_meta (msg);
+    snprintf (self->current_type, sizeof self->current_type, "%s", meta->type);
     s_outcome_t outcome;
     if (mx_procstate_set_kind (self->pg, msg_id, meta->type, meta->styp, now, &error)) {
         outcome = s_broken (msg_id, "cannot record the message kind", error);
@@ -970,6 +978,9 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
         goto done;
     }
     for (size_t i = 0; i < prefix; i++)
+        mx_metrics_add (mx_metrics_messages (items [i].terminal.type ? items [i].terminal.type : "-",
+                                             mx_state_name (items [i].terminal.state)), 1);
+    for (size_t i = 0; i < prefix; i++)
         if (items [i].terminal.state == MX_STATE_DEAD)
             mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:I,s:s,s:s}", "msg_id", (json_int_t) items [i].msg_id,
                                                         "state", "DEAD", "error_class",
@@ -1041,6 +1052,7 @@ s_next_ready (s_processor_t *self, int64_t after, int64_t *ids, size_t max)
 static const char *
 s_process_batch (s_processor_t *self, int64_t head)
 {
+    int64_t started = zclock_mono ();
     char *error = NULL;
     if (s_pg (self, &error) || mx_pg_begin (self->pg, &error)) {
         mx_warn (ACTOR, "PostgreSQL unusable: %s", error);
@@ -1107,6 +1119,8 @@ s_process_batch (s_processor_t *self, int64_t head)
     }
     self->transactions++;
     self->processed += done;
+    mx_metrics_histogram_observe (mx_metrics_batch_size (), (double) done);
+    mx_metrics_histogram_observe (mx_metrics_processing_seconds (), (double) (zclock_mono () - started) / 1000.0);
     //  Wake delivery and backfill: the events and marks of this batch are
     //  committed now.
     mx_cmd_send (self->pipe, MX_CMD_EVENTS_COMMITTED);
