@@ -1207,6 +1207,10 @@ mx_processor_actor (zsock_t *pipe, void *args)
     self->config = self->args->config;
     self->clock = self->args->clock;
     self->mailbox = mx_mailbox_new (self->config);
+    //  EVENTS_COMMITTED and MARKS_OWED are wake-up hints (delivery and
+    //  backfill sweep anyway): never block on them, e.g. while control is
+    //  busy stopping the actors and not reading this pipe.
+    zsock_set_sndtimeo (pipe, 0);
     zsock_signal (pipe, 0);
     while (!self->terminated) {
         zmq_pollitem_t items [] = {
