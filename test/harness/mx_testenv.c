@@ -753,3 +753,11 @@ mx_testpg_wait (PGconn *conn, const char *condition)
             PQfreemem (notify);
     }
 }
+
+//  Test binaries print their verdicts on stdout; a test killed on its
+//  timeout must not lose what it said before.
+__attribute__ ((constructor)) static void
+s_unbuffered_stdout (void)
+{
+    setvbuf (stdout, NULL, _IOLBF, 0);
+}

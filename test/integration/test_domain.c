@@ -36,6 +36,8 @@ typedef struct {
     mx_clock_t *clock;
     mx_config_t *config;
     PGconn *conn;
+    zactor_t *control;          //  destroyed by teardown too, before the databases go
+    mx_control_args_t args;     //  lives as long as control
     mx_tz_t *zone;
 } fixture_t;
 
@@ -106,6 +108,7 @@ static int
 s_teardown (void **state)
 {
     fixture_t *fx = *state;
+    zactor_destroy (&fx->control);
     PQfinish (fx->conn);
     mx_config_destroy (&fx->config);
     mx_clock_destroy (&fx->clock);
@@ -142,6 +145,7 @@ s_start (fixture_t *fx, mx_control_args_t *args)
     if (!control)
         fail_msg ("control: %s", error);
     free (detail);
+    fx->control = control;
     return control;
 }
 
@@ -300,10 +304,9 @@ test_every_sample_reaches_the_state_wire_predicts (void **state)
     }
     zhashx_destroy (&identities);
 
-    mx_control_args_t args;
-    zactor_t *control = s_start (fx, &args);
+    s_start (fx, &fx->args);
     s_wait_all_finished (fx, (int64_t) count);
-    zactor_destroy (&control);
+    zactor_destroy (&fx->control);
 
     //  Compare, message by message.
     PGresult *res = PQexec (fx->conn,
@@ -432,10 +435,9 @@ test_snapshots_replay_reject_and_cross_day (void **state)
     xml = s_dnld (5, 2, 2, "330", -1);                  //  100, 101 change; 102 untouched (absent)
     mx_testmb_insert (fx->mb, 5, xml, T0);
     free (xml);
-    mx_control_args_t args;
-    zactor_t *control = s_start (fx, &args);
+    s_start (fx, &fx->args);
     s_wait_all_finished (fx, 5);
-    zactor_destroy (&control);
+    zactor_destroy (&fx->control);
     mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id || ':' || state || ':' || coalesce (error_class, '') || ':'"
                         " || coalesce (outcome, last_error), ' | ' ORDER BY msg_id) FROM proc_state",
                     "1:SUCCEEDED::flights inserted 3, updated 0, unchanged 0"
@@ -472,8 +474,7 @@ test_transaction_killed_mid_batch_applies_nothing_twice (void **state)
     char *xml = s_dnld (1, 4, 4, "733", -1);
     mx_testmb_insert (fx->mb, 1, xml, T0);
     free (xml);
-    mx_control_args_t args;
-    zactor_t *control = s_start (fx, &args);
+    s_start (fx, &fx->args);
     s_wait_all_finished (fx, 1);            //  the flights exist: updates now
     for (int i = 0; i < 4; i++) {
         char flop [512];
@@ -483,7 +484,7 @@ test_transaction_killed_mid_batch_applies_nothing_twice (void **state)
         mx_testmb_insert (fx->mb, 2 + i, flop, T0);
     }
     s_wait_all_finished (fx, 5);
-    zactor_destroy (&control);
+    zactor_destroy (&fx->control);
     mx_testpg_expect (fx->conn, "SELECT last_value FROM mx_test_once", "2");    //  it did fire once
     mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id || ':' || state || ':' || attempts, ' ' ORDER BY msg_id)"
                         " FROM proc_state", "1:SUCCEEDED:0 2:SUCCEEDED:0 3:SUCCEEDED:0 4:SUCCEEDED:0 5:SUCCEEDED:0");

@@ -36,7 +36,9 @@ typedef struct {
     char *dir;
     mx_clock_t *clock;
     mx_config_t *config;
-    PGconn *conn;               //  the test's own connection, LISTENing
+    PGconn *conn;
+    zactor_t *control;          //  destroyed by teardown too, before the databases go
+    mx_control_args_t args;     //  lives as long as control               //  the test's own connection, LISTENing
 } fixture_t;
 
 static const char *s_watch_sql =
@@ -109,6 +111,7 @@ static int
 s_teardown (void **state)
 {
     fixture_t *fx = *state;
+    zactor_destroy (&fx->control);
     PQfinish (fx->conn);
     mx_config_destroy (&fx->config);
     mx_clock_destroy (&fx->clock);
@@ -342,6 +345,7 @@ s_start (fixture_t *fx, mx_control_args_t *args)
     if (!control)
         fail_msg ("control: %s", error);
     free (detail);
+    fx->control = control;
     return control;
 }
 
@@ -368,8 +372,7 @@ test_failed_head_blocks_everything_behind_it_until_due (void **state)
     s_insert (fx, 2, s_malformed);
     s_insert (fx, 3, s_ldm (3, xml, sizeof xml));
     s_insert (fx, 4, s_ldm (3, xml, sizeof xml));      //  same identity as 3
-    mx_control_args_t args;
-    zactor_t *control = s_start (fx, &args);
+    s_start (fx, &fx->args);
 
     mx_testpg_wait (fx->conn, "SELECT state = 'FAILED' AND attempts = 1 FROM proc_state WHERE msg_id = 1");
     mx_testpg_expect (fx->conn, "SELECT error_class || ' ' || (next_attempt_at = to_timestamp (1767225601))"
@@ -397,7 +400,7 @@ test_failed_head_blocks_everything_behind_it_until_due (void **state)
     //  The retry kept its own identity: not its own duplicate.
     mx_testpg_expect (fx->conn, "SELECT msg_id FROM identity WHERE identity_key = 'AODB|SCHS|DNLD|1'", "1");
     mx_testpg_expect (fx->conn, "SELECT count(*) FROM identity", "2");
-    zactor_destroy (&control);
+    zactor_destroy (&fx->control);
 }
 
 static void
@@ -412,8 +415,7 @@ test_compat_row_above_w_waits_for_the_watermark (void **state)
     char *error = NULL;
     assert_int_equal (mx_procstate_insert_compat (fx->conn, 4, T0, T0, &error), 0);
     //  ... and the mailbox row 4 is hidden from polling by the hole at 3.
-    mx_control_args_t args;
-    zactor_t *control = s_start (fx, &args);
+    s_start (fx, &fx->args);
     mx_testpg_wait (fx->conn, "SELECT count(*) = 2 FROM mx_test_order");
     mx_testpg_wait (fx->conn, "SELECT hole_since IS NOT NULL FROM inbox_cursor");
     mx_testpg_expect (fx->conn, "SELECT state || ' ' || source FROM proc_state WHERE msg_id = 4", "PENDING compat");
@@ -428,7 +430,7 @@ test_compat_row_above_w_waits_for_the_watermark (void **state)
     mx_clock_advance (fx->clock, 1000);                 //  next poll
     mx_testpg_wait (fx->conn, "SELECT count(*) = 4 FROM mx_test_order");
     mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id::text, ',' ORDER BY tx, msg_id) FROM mx_test_order", "1,2,3,4");
-    zactor_destroy (&control);
+    zactor_destroy (&fx->control);
 }
 
 static void
@@ -439,8 +441,7 @@ test_replay_moves_exhausted_rows_back_and_they_run_again (void **state)
     s_insert (fx, 1, s_schs (1, xml, sizeof xml));
     s_insert (fx, 2, s_malformed);
     assert_int_equal (mx_config_set (fx->config, "msgx.pipeline.max-attempts", "1", NULL), 0);
-    mx_control_args_t args;
-    zactor_t *control = s_start (fx, &args);
+    s_start (fx, &fx->args);
     mx_testpg_wait (fx->conn, "SELECT count(*) = 2 FROM mx_test_order");
 
     char *payload = NULL;
@@ -480,7 +481,7 @@ test_replay_moves_exhausted_rows_back_and_they_run_again (void **state)
     mx_testpg_expect (fx->conn, "SELECT msg_id FROM identity", "1");
     mx_testpg_expect (fx->conn, "SELECT string_agg (os_user || ':' || result, ',' ORDER BY id) FROM audit_log"
                         " WHERE action = 'replay'", "ops:dry-run,ops:ok");
-    zactor_destroy (&control);
+    zactor_destroy (&fx->control);
 }
 
 //  ---------------------------------------------------------------------
