@@ -1178,6 +1178,10 @@ s_handle_pipe (s_processor_t *self)
             char endpoint [256];
             mx_actor_endpoint (self->args, "processor", endpoint, sizeof endpoint);
             self->data = zsock_new (ZMQ_PAIR);
+            //  The pump stops before the processor: a PROCESSED it can no
+            //  longer take must not hold the processor from seeing $TERM.
+            zsock_set_sndtimeo (self->data, 0);
+            zsock_set_linger (self->data, 0);
             if (zsock_bind (self->data, "%s", endpoint) < 0) {
                 mx_actor_reply_failed (self->pipe, "cannot bind the processor's data socket");
                 break;
