@@ -255,6 +255,9 @@ s_build_insert (void)
     return s_stream_close (out, &text);
 }
 
+//  The statements are composed once, at first use, from the compile-time
+//  tables of mx_flight_sets.def: only identifiers of our own schema go into
+//  the text; every value travels as a parameter.
 static char *
 s_build_set_delete (mx_set_kind_t set)
 {
