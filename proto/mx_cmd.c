@@ -93,7 +93,11 @@ mx_cmd_send (zsock_t *dest, mx_cmd_t cmd, ...)
         }
     }
     va_end (args);
-    return zmsg_send (&msg, dest);
+    //  A send that fails (a timeout set by the caller, a peer gone) leaves
+    //  the message with us.
+    int rc = zmsg_send (&msg, dest);
+    zmsg_destroy (&msg);
+    return rc;
 }
 
 mx_cmd_t

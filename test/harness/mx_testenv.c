@@ -707,7 +707,13 @@ mx_testpg_exec (PGconn *conn, const char *sql)
 char *
 mx_testpg_value (PGconn *conn, const char *sql)
 {
-    PGresult *res = PQexec (conn, sql);
+    return mx_testpg_value_params (conn, sql, 0, NULL);
+}
+
+char *
+mx_testpg_value_params (PGconn *conn, const char *sql, int nparams, const char *const *values)
+{
+    PGresult *res = PQexecParams (conn, sql, nparams, NULL, values, NULL, NULL, 0);
     if (PQresultStatus (res) != PGRES_TUPLES_OK)
         s_fail ("%.200s: %s", sql, PQerrorMessage (conn));
     char *value = s_strdup (PQntuples (res) && !PQgetisnull (res, 0, 0) ? PQgetvalue (res, 0, 0) : "");
@@ -735,9 +741,15 @@ s_mono_ms (void)
 void
 mx_testpg_wait (PGconn *conn, const char *condition)
 {
+    mx_testpg_wait_params (conn, condition, 0, NULL);
+}
+
+void
+mx_testpg_wait_params (PGconn *conn, const char *condition, int nparams, const char *const *values)
+{
     int64_t deadline = s_mono_ms () + 30000;
     while (true) {
-        char *value = mx_testpg_value (conn, condition);
+        char *value = mx_testpg_value_params (conn, condition, nparams, values);
         bool done = strcmp (value, "t") == 0;
         free (value);
         if (done)
@@ -760,4 +772,23 @@ __attribute__ ((constructor)) static void
 s_unbuffered_stdout (void)
 {
     setvbuf (stdout, NULL, _IOLBF, 0);
+}
+
+void
+mx_testmb_configure (mx_testmb_t *mb, mx_config_t *config, const char *time_zone)
+{
+    char port [16];
+    snprintf (port, sizeof port, "%d", mx_testmb_port (mb));
+    const char *settings [][2] = {
+        { "mailbox.shared-mysql.enabled", "true" },
+        { "mailbox.shared-mysql.host", mx_testmb_host (mb) },
+        { "mailbox.shared-mysql.port", port },
+        { "mailbox.shared-mysql.user", mx_testmb_user (mb) },
+        { "mailbox.shared-mysql.password", mx_testmb_password (mb) },
+        { "mailbox.shared-mysql.database", mx_testmb_database (mb) },
+        { "mailbox.shared-mysql.time-zone", time_zone },
+    };
+    for (size_t i = 0; i < sizeof settings / sizeof settings [0]; i++)
+        if (mx_config_set (config, settings [i][0], settings [i][1], NULL))
+            s_fail ("config %s = %s refused", settings [i][0], settings [i][1]);
 }

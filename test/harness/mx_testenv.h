@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 #include <libpq-fe.h>
+#include "mx_config.h"
 #include <mysql.h>
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
@@ -121,6 +122,17 @@ void
 //  conn LISTENs to; fails the test after 30 s.
 void
     mx_testpg_wait (PGconn *conn, const char *condition);
+//  The same with parameters ($1..$n, text values): test values never go
+//  into the SQL text.
+char *
+    mx_testpg_value_params (PGconn *conn, const char *sql, int nparams, const char *const *values);
+void
+    mx_testpg_wait_params (PGconn *conn, const char *condition, int nparams, const char *const *values);
+
+//  Point config at the test mailbox mb: enabled, host, port, user,
+//  password, database and the session time zone (e.g. "+00:00").
+void
+    mx_testmb_configure (mx_testmb_t *mb, mx_config_t *config, const char *time_zone);
 
 //  A loopback TCP port nobody uses now: bound to port 0, then released.
 int

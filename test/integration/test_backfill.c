@@ -104,13 +104,7 @@ s_setup (void **state)
     char port [16];
     snprintf (port, sizeof port, "%d", mx_testmb_port (fx->mb));
     s_set (config, "msgx.pg.conninfo", mx_testpg_conninfo (fx->pg));
-    s_set (config, "mailbox.shared-mysql.enabled", "true");
-    s_set (config, "mailbox.shared-mysql.host", mx_testmb_host (fx->mb));
-    s_set (config, "mailbox.shared-mysql.port", port);
-    s_set (config, "mailbox.shared-mysql.user", mx_testmb_user (fx->mb));
-    s_set (config, "mailbox.shared-mysql.password", mx_testmb_password (fx->mb));
-    s_set (config, "mailbox.shared-mysql.database", mx_testmb_database (fx->mb));
-    s_set (config, "mailbox.shared-mysql.time-zone", "+00:00");
+    mx_testmb_configure (fx->mb, config, "+00:00");
     s_set (config, "mailbox.shared-mysql.connect-timeout", "1s");
     s_set (config, "msgx.pipeline.backfill-period", "1s");
     s_set (config, "msgx.pipeline.backfill-batch", "10");

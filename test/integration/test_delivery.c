@@ -815,8 +815,12 @@ test_aggregator_failure_backs_off_then_newer_state_or_dead (void **state)
     int64_t dying = s_event (fx, "KAFKA:schd", 702, 2);
     for (int attempt = 1; attempt <= 3; attempt++) {
         mx_clock_advance (fx->clock, attempt == 3 ? 6000 : 3000);
-        snprintf (sql, sizeof sql, "SELECT attempts = %d FROM msg_event WHERE event_id = %" PRId64, attempt, dying);
-        s_wait (fx, sql);
+        char want [16], event [24];
+        snprintf (want, sizeof want, "%d", attempt);
+        snprintf (event, sizeof event, "%" PRId64, dying);
+        const char *values [] = { want, event };
+        mx_testpg_wait_params (fx->conn, "SELECT attempts = $1::int FROM msg_event WHERE event_id = $2::bigint",
+                               2, values);
     }
     snprintf (sql, sizeof sql, "SELECT string_agg (state || ' ' || coalesce (merged_into::text, '-'), ',' ORDER BY event_id)"
                                " FROM msg_event WHERE flid = 702");

@@ -89,13 +89,7 @@ s_setup (void **state)
     s_set (config, "msgx.pipeline.max-attempts", "1");
     s_set (config, "msgx.pipeline.poll-interval", "50ms");
     s_set (config, "msgx.pipeline.claim-batch", "500");
-    s_set (config, "mailbox.shared-mysql.enabled", "true");
-    s_set (config, "mailbox.shared-mysql.host", mx_testmb_host (fx->mb));
-    s_set (config, "mailbox.shared-mysql.port", port);
-    s_set (config, "mailbox.shared-mysql.user", mx_testmb_user (fx->mb));
-    s_set (config, "mailbox.shared-mysql.password", mx_testmb_password (fx->mb));
-    s_set (config, "mailbox.shared-mysql.database", mx_testmb_database (fx->mb));
-    s_set (config, "mailbox.shared-mysql.time-zone", "+00:00");
+    mx_testmb_configure (fx->mb, config, "+00:00");
     fx->config = config;
     //  Real time here: these tests wait for the pipeline to drain, and the
     //  pump retries a broken transaction after poll-interval.

@@ -88,14 +88,7 @@ s_setup (void **state)
     s_set (config, "msgx.http.bind", text);
     snprintf (text, sizeof text, "%d", MAX_BODY);
     s_set (config, "msgx.http.max-body-bytes", text);
-    s_set (config, "mailbox.shared-mysql.enabled", "true");
-    s_set (config, "mailbox.shared-mysql.host", mx_testmb_host (fx->mb));
-    snprintf (text, sizeof text, "%d", mx_testmb_port (fx->mb));
-    s_set (config, "mailbox.shared-mysql.port", text);
-    s_set (config, "mailbox.shared-mysql.user", mx_testmb_user (fx->mb));
-    s_set (config, "mailbox.shared-mysql.password", mx_testmb_password (fx->mb));
-    s_set (config, "mailbox.shared-mysql.database", mx_testmb_database (fx->mb));
-    s_set (config, "mailbox.shared-mysql.time-zone", "+08:00");
+    mx_testmb_configure (fx->mb, config, "+08:00");
     s_set (config, "mailbox.shared-mysql.connect-timeout", "2s");
     fx->config = config;
     *state = fx;

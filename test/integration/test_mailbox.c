@@ -67,13 +67,7 @@ s_config (fixture_t *fx, const char *zone)
     assert_non_null (config);
     char port [16];
     snprintf (port, sizeof port, "%d", mx_testmb_port (fx->mb));
-    s_set (config, "mailbox.shared-mysql.enabled", "true");
-    s_set (config, "mailbox.shared-mysql.host", mx_testmb_host (fx->mb));
-    s_set (config, "mailbox.shared-mysql.port", port);
-    s_set (config, "mailbox.shared-mysql.user", mx_testmb_user (fx->mb));
-    s_set (config, "mailbox.shared-mysql.password", mx_testmb_password (fx->mb));
-    s_set (config, "mailbox.shared-mysql.database", mx_testmb_database (fx->mb));
-    s_set (config, "mailbox.shared-mysql.time-zone", zone);
+    mx_testmb_configure (fx->mb, config, zone);
     s_set (config, "mailbox.processed-value", "DONE");
     zlist_t *errors = zlist_new ();
     zlist_autofree (errors);

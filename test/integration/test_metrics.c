@@ -89,14 +89,7 @@ s_setup (void **state)
     snprintf (text, sizeof text, "127.0.0.1:%d", fx->port);
     s_set (config, "msgx.http.bind", text);
     s_set (config, "msgx.health.backlog-cache-ttl-ms", "0");
-    s_set (config, "mailbox.shared-mysql.enabled", "true");
-    s_set (config, "mailbox.shared-mysql.host", mx_testmb_host (fx->mb));
-    snprintf (text, sizeof text, "%d", mx_testmb_port (fx->mb));
-    s_set (config, "mailbox.shared-mysql.port", text);
-    s_set (config, "mailbox.shared-mysql.user", mx_testmb_user (fx->mb));
-    s_set (config, "mailbox.shared-mysql.password", mx_testmb_password (fx->mb));
-    s_set (config, "mailbox.shared-mysql.database", mx_testmb_database (fx->mb));
-    s_set (config, "mailbox.shared-mysql.time-zone", "+00:00");
+    mx_testmb_configure (fx->mb, config, "+00:00");
     s_set (config, "mailbox.shared-mysql.connect-timeout", "2s");
     fx->config = config;
     *state = fx;

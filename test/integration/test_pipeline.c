@@ -91,17 +91,11 @@ s_setup (void **state)
         { "msgx.pipeline.max-attempts", "2" },
         { "msgx.pipeline.backoff-ms", "1000" },
         { "msgx.pipeline.claim-batch", "10" },
-        { "mailbox.shared-mysql.enabled", "true" },
-        { "mailbox.shared-mysql.host", mx_testmb_host (fx->mb) },
-        { "mailbox.shared-mysql.port", port },
-        { "mailbox.shared-mysql.user", mx_testmb_user (fx->mb) },
-        { "mailbox.shared-mysql.password", mx_testmb_password (fx->mb) },
-        { "mailbox.shared-mysql.database", mx_testmb_database (fx->mb) },
-        { "mailbox.shared-mysql.time-zone", "+00:00" },
     };
     for (size_t i = 0; i < sizeof settings / sizeof settings [0]; i++)
         if (mx_config_set (config, settings [i][0], settings [i][1], NULL))
             fail_msg ("config %s", settings [i][0]);
+    mx_testmb_configure (fx->mb, config, "+00:00");
     fx->config = config;
     *state = fx;
     return 0;
