@@ -60,7 +60,8 @@ s_tick (s_pump_t *self)
         }
         char *error = NULL;
         mx_head_t head;
-        int found = mx_procstate_head (self->pg, &head, &error);
+        mx_cursor_t cursor = { 0 };
+        int found = mx_procstate_head (self->pg, &head, &cursor.w, &error);
         if (found < 0) {
             mx_problem_report (&self->problem, "cannot read the FIFO head", error);
             s_later (self, self->config->pipeline_poll_interval);
@@ -69,12 +70,6 @@ s_tick (s_pump_t *self)
         //  1. No head: wait for a wake-up (or the poll interval).
         if (!found) {
             self->next_check = INT64_MAX;
-            return;
-        }
-        mx_cursor_t cursor;
-        if (mx_cursor_get (self->pg, &cursor, &error)) {
-            mx_problem_report (&self->problem, "cannot read the watermark", error);
-            s_later (self, self->config->pipeline_poll_interval);
             return;
         }
         mx_problem_recovered (&self->problem);

@@ -198,31 +198,45 @@ mx_procstate_insert_compat (PGconn *conn, int64_t msg_id, int64_t received_ms,
 #define S_ROW_COLUMNS "msg_id, state, attempts, " MS ("next_attempt_at") ", " MS ("processing_started_at") \
                       ", " MS ("updated_at") ", " MS ("received_at") ", identity_key IS NOT NULL"
 
+//  The S_ROW_COLUMNS of row 0, starting at column `at`.
+static void
+s_row_read_at (PGresult *res, int at, mx_head_t *row)
+{
+    row->msg_id = mx_pg_get_int64 (res, 0, at);
+    row->state = s_state_lookup (PQgetvalue (res, 0, at + 1));
+    row->attempts = (int) mx_pg_get_int64 (res, 0, at + 2);
+    row->next_attempt_at = mx_pg_get_int64 (res, 0, at + 3);
+    row->processing_started_at = mx_pg_get_int64 (res, 0, at + 4);
+    row->updated_at = mx_pg_get_int64 (res, 0, at + 5);
+    row->received_at = mx_pg_get_int64 (res, 0, at + 6);
+    row->identity_bound = strcmp (PQgetvalue (res, 0, at + 7), "t") == 0;
+}
+
 static void
 s_row_read (PGresult *res, mx_head_t *row)
 {
-    row->msg_id = mx_pg_get_int64 (res, 0, 0);
-    row->state = s_state_lookup (PQgetvalue (res, 0, 1));
-    row->attempts = (int) mx_pg_get_int64 (res, 0, 2);
-    row->next_attempt_at = mx_pg_get_int64 (res, 0, 3);
-    row->processing_started_at = mx_pg_get_int64 (res, 0, 4);
-    row->updated_at = mx_pg_get_int64 (res, 0, 5);
-    row->received_at = mx_pg_get_int64 (res, 0, 6);
-    row->identity_bound = strcmp (PQgetvalue (res, 0, 7), "t") == 0;
+    s_row_read_at (res, 0, row);
 }
 
 int
-mx_procstate_head (PGconn *conn, mx_head_t *head, char **error)
+mx_procstate_head (PGconn *conn, mx_head_t *head, int64_t *w, char **error)
 {
     PGresult *res = NULL;
-    //  The predicate repeats the partial index's literally.
-    if (mx_pg_exec (conn, "SELECT " S_ROW_COLUMNS " FROM proc_state"
-                          " WHERE state IN ('PENDING', 'FAILED') ORDER BY msg_id LIMIT 1",
+    //  The head predicate repeats the partial index's literally.
+    if (mx_pg_exec (conn, "SELECT c.committed_up_to, h.* FROM inbox_cursor c LEFT JOIN LATERAL ("
+                          " SELECT " S_ROW_COLUMNS " FROM proc_state"
+                          " WHERE state IN ('PENDING', 'FAILED') ORDER BY msg_id LIMIT 1) h ON true",
                     0, NULL, &res, error))
         return -1;
-    int found = PQntuples (res);
+    if (PQntuples (res) != 1) {
+        PQclear (res);
+        *error = strdup ("inbox_cursor has no row: the schema is not migrated");
+        return -1;
+    }
+    *w = mx_pg_get_int64 (res, 0, 0);
+    int found = !PQgetisnull (res, 0, 1);
     if (found)
-        s_row_read (res, head);
+        s_row_read_at (res, 1, head);
     PQclear (res);
     return found;
 }

@@ -74,8 +74,11 @@ typedef struct {
     bool identity_bound;
 } mx_head_t;
 
-//  Lowest PENDING/FAILED row. Returns 1 found, 0 none, -1 failure.
-int mx_procstate_head (PGconn *conn, mx_head_t *head, char **error);
+//  Lowest PENDING/FAILED row and the watermark W, read in ONE statement
+//  (one snapshot): read apart, ingress could commit a smaller ID and a
+//  higher W in between, and a compat row above the old W would look
+//  claimable ahead of it. Returns 1 found, 0 none (*w still set), -1.
+int mx_procstate_head (PGconn *conn, mx_head_t *head, int64_t *w, char **error);
 //  The same, for one row (any state). Returns 1 found, 0 none, -1.
 int mx_procstate_get (PGconn *conn, int64_t msg_id, mx_head_t *row, char **error);
 
