@@ -6,8 +6,9 @@
 #include "mx_log.h"
 #include "mx_pg.h"
 
-zactor_t *
-mx_actor_start (zactor_fn *fn, void *args, int timeout_ms, char **detail, char **error)
+static zactor_t *
+s_start (zactor_fn *fn, void *args, const char *role, bool paused, int timeout_ms,
+         char **detail, char **error)
 {
     assert (fn && error);
     *error = NULL;
@@ -18,6 +19,8 @@ mx_actor_start (zactor_fn *fn, void *args, int timeout_ms, char **detail, char *
         *error = strdup ("could not create the actor thread");
         return NULL;
     }
+    if (role)
+        mx_cmd_send (zactor_sock (actor), MX_CMD_ROLE, role, paused ? 1 : 0);
     mx_cmd_send (zactor_sock (actor), MX_CMD_START);
     zmsg_t *rest = NULL;
     mx_cmd_t reply = mx_cmd_recv_timeout (zactor_sock (actor), timeout_ms, &rest);
@@ -40,6 +43,20 @@ mx_actor_start (zactor_fn *fn, void *args, int timeout_ms, char **detail, char *
     zmsg_destroy (&rest);
     zactor_destroy (&actor);
     return NULL;
+}
+
+zactor_t *
+mx_actor_start (zactor_fn *fn, void *args, int timeout_ms, char **detail, char **error)
+{
+    return s_start (fn, args, NULL, false, timeout_ms, detail, error);
+}
+
+zactor_t *
+mx_actor_start_service (zactor_fn *fn, void *args, const char *role, bool paused,
+                        int timeout_ms, char **detail, char **error)
+{
+    assert (role);
+    return s_start (fn, args, role, paused, timeout_ms, detail, error);
 }
 
 void

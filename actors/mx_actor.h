@@ -39,16 +39,27 @@ typedef struct {
     bool needs_mailbox;         //  not started when mailbox.shared-mysql.enabled=false
 } mx_actor_def_t;
 
-//  Pipeline actors that control starts, in start order, once the instance
-//  holds the lock. Stopped in reverse order.
+//  The actors of msgxd, in start order, stopped in reverse. Control starts
+//  the service actors (mx_actor_is_service) at once, on a standby too, and
+//  the pipeline actors once the instance holds the lock.
 extern const mx_actor_def_t mx_pipeline_actors [];
 extern const size_t mx_pipeline_actor_count;
+
+//  True for the actors that report on the instance whatever its role
+//  (metrics, http): control starts them before it competes for the lock
+//  and tells them the role and pause state (ROLE).
+bool mx_actor_is_service (const mx_actor_def_t *def);
 
 //  Start a child: zactor_new, then START, waiting up to timeout_ms for the
 //  reply. Returns the actor, or NULL with *error set (malloc'd line).
 //  *detail receives the START_OK text (malloc'd) when not NULL.
 zactor_t *mx_actor_start (zactor_fn *fn, void *args, int timeout_ms,
                           char **detail, char **error);
+
+//  The same for a service actor: ROLE (role, paused) goes before START, so
+//  the actor knows the instance's role before it serves anything.
+zactor_t *mx_actor_start_service (zactor_fn *fn, void *args, const char *role, bool paused,
+                                  int timeout_ms, char **detail, char **error);
 
 //  Answer START: START_OK with detail or START_FAILED with reason.
 void mx_actor_reply_started (zsock_t *pipe, const char *detail);

@@ -1,5 +1,6 @@
-/*  The pipeline actors control starts once the instance is active, in
-    start order, stopped in reverse (see docs/architecture.md).  */
+/*  The actors of msgxd in start order, stopped in reverse: the service
+    actors first (control starts them at once, on a standby too), then the
+    pipeline (once the instance is active). See docs/architecture.md.  */
 #include "mx_actor.h"
 #include "mx_aggregator.h"
 #include "mx_backfill_actor.h"
@@ -13,6 +14,9 @@
 #include "mx_requests_actor.h"
 
 const mx_actor_def_t mx_pipeline_actors [] = {
+    //  Services: /health and /metrics answer on every instance.
+    { "metrics", mx_metrics_actor, false },
+    { "http", mx_http_actor, false },
     //  The processor binds the data socket the pump connects to.
     { "processor", mx_processor_actor, true },
     { "pump", mx_pump_actor, true },
@@ -22,7 +26,11 @@ const mx_actor_def_t mx_pipeline_actors [] = {
     { "jobs", mx_jobs_actor, false },
     { "dispatcher", mx_dispatcher_actor, false },
     { "schd-aggregator", mx_aggregator_actor, false },
-    { "metrics", mx_metrics_actor, false },
-    { "http", mx_http_actor, false },
 };
 const size_t mx_pipeline_actor_count = sizeof mx_pipeline_actors / sizeof mx_pipeline_actors [0];
+
+bool
+mx_actor_is_service (const mx_actor_def_t *def)
+{
+    return def->fn == mx_metrics_actor || def->fn == mx_http_actor;
+}

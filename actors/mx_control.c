@@ -9,8 +9,11 @@
 #include <sys/un.h>
 
 #include "mx_log.h"
+#include "mx_mailbox.h"
 #include "mx_migrate.h"
 #include "mx_pg.h"
+#include "mx_sis.h"
+#include "mx_sis_body.h"
 
 #define ACTOR "control"
 #define CHILD_START_TIMEOUT_MS 30000
@@ -27,6 +30,7 @@ static const char *s_role_names [] = { "connecting", "standby", "active", "fence
 typedef struct {
     zactor_t *actor;
     mx_actor_args_t args;
+    bool service;               //  started at START, told ROLE
 } s_child_t;
 
 typedef struct {
@@ -53,6 +57,8 @@ typedef struct {
     char scope [64];            //  names our children's inproc sockets
     zhashx_t *admin_waiting;    //  request id -> REQ identity frame
     uint64_t admin_sequence;
+    mx_mailbox_t *mailbox;      //  raw text for show; connects lazily
+    mx_tz_t *zone;              //  airport zone for show's decoding; loaded lazily
 } s_control_t;
 
 static void s_set_role (s_control_t *self, s_role_t role, const char *why);
@@ -126,10 +132,25 @@ s_children_stop (s_control_t *self)
     }
 }
 
+//  Service actors (mx_actor_is_service) run on every instance and learn
+//  the role and pause state from ROLE.
+static void
+s_tell_services (s_control_t *self)
+{
+    for (size_t i = 0; i < self->children_started; i++)
+        if (self->children [i].service)
+            mx_cmd_send (zactor_sock (self->children [i].actor), MX_CMD_ROLE,
+                         s_role_names [self->role], self->paused ? 1 : 0);
+}
+
+//  Starts the service actors (services true, at START) or the pipeline
+//  actors (services false, once active), in table order.
 static int
-s_children_start (s_control_t *self, char **error)
+s_children_start (s_control_t *self, bool services, char **error)
 {
     for (size_t i = 0; i < self->args->child_count; i++) {
+        if (mx_actor_is_service (&self->args->children [i]) != services)
+            continue;
         if (self->args->children [i].needs_mailbox && !self->config->mailbox_shared_mysql_enabled) {
             mx_info (ACTOR, "actor %s not started: mailbox.shared-mysql.enabled=false", self->args->children [i].name);
             continue;
@@ -140,10 +161,15 @@ s_children_start (s_control_t *self, char **error)
         child->args.clock = self->clock;
         child->args.scope = self->scope;
         child->args.kafka_bootstrap = self->args->kafka_bootstrap;
+        child->service = services;
         char *detail = NULL;
         char *why = NULL;
-        child->actor = mx_actor_start (self->args->children [i].fn, &child->args,
-                                       CHILD_START_TIMEOUT_MS, &detail, &why);
+        child->actor = services
+            ? mx_actor_start_service (self->args->children [i].fn, &child->args,
+                                      s_role_names [self->role], self->paused,
+                                      CHILD_START_TIMEOUT_MS, &detail, &why)
+            : mx_actor_start (self->args->children [i].fn, &child->args,
+                              CHILD_START_TIMEOUT_MS, &detail, &why);
         if (!child->actor) {
             *error = zsys_sprintf ("actor %s did not start: %s", child->args.name, why);
             free (why);
@@ -153,7 +179,7 @@ s_children_start (s_control_t *self, char **error)
         self->children_started++;
         mx_info (ACTOR, "started actor %s: %s", child->args.name, detail);
         free (detail);
-        if (self->paused)
+        if (self->paused && !services)
             mx_cmd_send (zactor_sock (child->actor), MX_CMD_PAUSE);
     }
     return 0;
@@ -212,7 +238,7 @@ s_become_active (s_control_t *self)
              mx_migrate_latest_version (), applied, applied == 1 ? "" : "s");
     self->active_since = mx_clock_now (self->clock);
     s_set_role (self, ROLE_ACTIVE, "holds the instance lock");
-    if (s_children_start (self, &error)) {
+    if (s_children_start (self, false, &error)) {
         s_fatal (self, 1, error);
         free (error);
         s_set_role (self, ROLE_FENCED, "pipeline did not start");
@@ -320,6 +346,9 @@ s_set_role (s_control_t *self, s_role_t role, const char *why)
     if (self->role == role)
         return;
     self->role = role;
+    //  Told before the line is logged: whoever reads the log and then
+    //  asks /health gets the new role.
+    s_tell_services (self);
     json_t *fields = json_pack ("{s:s}", "role", s_role_names [role]);
     mx_log_emit (role == ROLE_FENCED ? MX_LOG_ERROR : MX_LOG_INFO, ACTOR, fields,
                  "role %s: %s", s_role_names [role], why);
@@ -418,6 +447,45 @@ s_status_queue (s_control_t *self, json_t *status, char **error)
         json_object_set_new (counts, PQgetvalue (res, row, 0), s_pg_value (res, row, 1, true));
     json_object_set_new (status, "counts", counts);
     PQclear (res);
+
+    //  The backlog as msgxctl status --watch draws it: registered and
+    //  unfinished, plus what the mailbox holds above the highest registered
+    //  ID (null when the mailbox cannot be read).
+    if (mx_pg_exec (conn,
+            "SELECT count(*) FILTER (WHERE state IN ('PENDING', 'FAILED')),"
+            "       count(*) FILTER (WHERE state IN ('SUCCEEDED', 'SKIPPED', 'DEAD')"
+            "                          AND backfill_next_at IS NOT NULL AND backfill_at IS NULL"
+            "                          AND backfill_abandoned_at IS NULL),"
+            "       coalesce (max (msg_id), 0)"
+            "  FROM proc_state", 0, NULL, &res, error))
+        goto failed;
+    int64_t unfinished = mx_pg_get_int64 (res, 0, 0);
+    int64_t registered = mx_pg_get_int64 (res, 0, 2);
+    json_t *backlog = json_pack ("{s:I,s:I}", "unfinished", (json_int_t) unfinished,
+                                 "unmarked", (json_int_t) mx_pg_get_int64 (res, 0, 1));
+    PQclear (res);
+    int64_t min_id = 0, max_id = -1;
+    char *mailbox_error = NULL;
+    if (self->config->mailbox_shared_mysql_enabled) {
+        if (!self->mailbox)
+            self->mailbox = mx_mailbox_new (self->config);
+        if (mx_mailbox_bounds (self->mailbox, &min_id, &max_id, &mailbox_error))
+            max_id = -1;
+        free (mailbox_error);
+    }
+    if (max_id >= 0) {
+        int64_t unregistered = max_id > registered && max_id > w ? max_id - (registered > w ? registered : w) : 0;
+        json_object_set_new (backlog, "mailbox_max_id", json_integer (max_id));
+        json_object_set_new (backlog, "unregistered", json_integer (unregistered));
+        json_object_set_new (backlog, "total", json_integer (unfinished + unregistered));
+    }
+    else {
+        json_object_set_new (backlog, "mailbox_max_id", json_null ());
+        json_object_set_new (backlog, "unregistered", json_null ());
+        json_object_set_new (backlog, "total", self->config->mailbox_shared_mysql_enabled
+                                               ? json_null () : json_integer (unfinished));
+    }
+    json_object_set_new (status, "backlog", backlog);
     return 0;
 
 failed:
@@ -461,6 +529,7 @@ s_status (s_control_t *self)
         json_object_set_new (status, "cursor", json_null ());
         json_object_set_new (status, "head", json_null ());
         json_object_set_new (status, "counts", json_null ());
+        json_object_set_new (status, "backlog", json_null ());
     }
     const mx_config_t *config = self->config;
     json_object_set_new (status, "dependencies", json_pack ("{s:s,s:s,s:s}",
@@ -496,11 +565,14 @@ s_admin_reply_json (s_control_t *self, zframe_t **identity, json_t *payload)
     free (text);
 }
 
+//  PAUSE and RESUME go to the pipeline; the services learn it from ROLE.
 static void
 s_broadcast (s_control_t *self, mx_cmd_t cmd)
 {
     for (size_t i = 0; i < self->children_started; i++)
-        mx_cmd_send (zactor_sock (self->children [i].actor), cmd);
+        if (!self->children [i].service)
+            mx_cmd_send (zactor_sock (self->children [i].actor), cmd);
+    s_tell_services (self);
 }
 
 //  DEAD rows for the operator: messages, or with events the outbox's
@@ -542,6 +614,182 @@ s_admin_dead (s_control_t *self, zframe_t **identity, json_t *args)
                                                    "rows", rows ? rows : json_array ()));
 }
 
+//  The decoded summary of a raw message: envelope, kind, identity and
+//  the flights its body names.
+static json_t *
+s_show_decode (s_control_t *self, const char *xml, size_t size)
+{
+    char *error = NULL;
+    if (!self->zone) {
+        self->zone = mx_tz_load (self->config->operation_day_zone, &error);
+        if (!self->zone) {
+            json_t *result = json_pack ("{s:s}", "error", error ? error : "airport time zone not loaded");
+            free (error);
+            return result;
+        }
+    }
+    mx_sis_options_t options = {
+        .zone = self->zone, .max_bytes = (size_t) self->config->codec_max_message_bytes,
+        .ignore_types = self->config->pipeline_ignore_types.items,
+        .ignore_count = self->config->pipeline_ignore_types.count
+    };
+    mx_sis_status_t status;
+    mx_sis_msg_t *msg = mx_sis_decode (xml, size, &options, &status, &error);
+    if (!msg) {
+        json_t *result = json_pack ("{s:s,s:s}", "status", mx_sis_status_name (status),
+                                    "error", error ? error : "not decoded");
+        free (error);
+        return result;
+    }
+    const mx_sis_meta_t *meta = mx_sis_meta (msg);
+    char identity [MX_SIS_IDENTITY_BUFSIZE];
+    json_t *flights = json_array ();
+    const char *body_error = NULL;
+    mx_body_status_t body = MX_BODY_OK;
+    mx_sis_kind_t kind = mx_sis_kind (msg);
+    if (kind == MX_SIS_KIND_FLOP || kind == MX_SIS_KIND_FDEL) {
+        mx_flop_t *flop = NULL;
+        body = mx_sis_flop (msg, self->zone, &flop, &error);
+        if (flop)
+            json_array_append_new (flights, json_integer (flop->flid));
+        mx_flop_destroy (&flop);
+    }
+    else
+    if (kind == MX_SIS_KIND_SCHD_DNLD || kind == MX_SIS_KIND_SCHD_RESP || kind == MX_SIS_KIND_SCHD_ADFT) {
+        mx_schedule_t *schedule = NULL;
+        body = mx_sis_schedule (msg, self->zone, &schedule, &error);
+        for (size_t i = 0; schedule && i < schedule->count; i++)
+            json_array_append_new (flights, json_integer (schedule->records [i].flight->flid));
+        mx_schedule_destroy (&schedule);
+    }
+    else
+    if (kind == MX_SIS_KIND_SCHD_DEL) {
+        int64_t *flids = NULL;
+        size_t count = 0;
+        body = mx_sis_schedule_del (msg, &flids, &count, &error);
+        for (size_t i = 0; i < count; i++)
+            json_array_append_new (flights, json_integer (flids [i]));
+        free (flids);
+    }
+    if (body != MX_BODY_OK)
+        body_error = error ? error : mx_body_status_name (body);
+    json_t *result = json_pack ("{s:s,s:s,s:s,s:I,s:s,s:s,s:s,s:s,s:o}",
+        "status", "OK", "kind", mx_sis_kind_name (kind),
+        "sndr", meta->sndr, "seqn", (json_int_t) meta->seqn, "dttm", meta->dttm,
+        "type", meta->type, "styp", meta->styp,
+        "identity", mx_sis_identity (meta, false, identity, sizeof identity),
+        "flights", flights);
+    if (body_error)
+        json_object_set_new (result, "body_error", json_pack ("{s:s,s:s}", "class",
+                             mx_body_status_name (body), "detail", body_error));
+    free (error);
+    mx_sis_destroy (&msg);
+    return result;
+}
+
+//  Everything known about one message: its proc_state row (or archived
+//  copy), the raw text from the mailbox decoded, and its outbox events.
+//  Read-only, on the status connection and a mailbox connection of its own.
+static void
+s_admin_show (s_control_t *self, zframe_t **identity, json_t *args)
+{
+    json_t *id_value = json_object_get (args, "msg_id");
+    if (!json_is_integer (id_value) || json_integer_value (id_value) <= 0) {
+        s_admin_reply (self, identity, "ERR", "show needs msg_id, a positive message ID");
+        return;
+    }
+    int64_t msg_id = json_integer_value (id_value);
+    char id_text [MX_PG_INT64_BUFSIZE];
+    const char *params [] = { mx_pg_int64_text (msg_id, id_text) };
+    char *error = NULL;
+    if (!self->status_conn)
+        self->status_conn = mx_pg_connect (self->config->pg_conninfo, "msgxd-status",
+                                           self->config->pg_statement_timeout, &error);
+    PGresult *res = NULL;
+    if (!self->status_conn
+    ||  mx_pg_exec (self->status_conn,
+            "SELECT (SELECT row_to_json (r)::text FROM ("
+            "  SELECT msg_id, state, source, msg_type AS type, msg_styp AS styp, identity_key, attempts,"
+            "   error_class, last_error, outcome, received_at, processing_started_at, created_at, updated_at,"
+            "   finished_at, next_attempt_at, backfill_next_at, backfill_at AS marked_at, backfill_attempts,"
+            "   backfill_error, backfill_abandoned_at, backfill_abandoned_reason, NULL::timestamptz AS archived_at"
+            "   FROM proc_state WHERE msg_id = $1::bigint"
+            "  UNION ALL"
+            "  SELECT msg_id, state, source, msg_type, msg_styp, identity_key, attempts,"
+            "   error_class, last_error, outcome, received_at, processing_started_at, created_at, updated_at,"
+            "   finished_at, next_attempt_at, backfill_next_at, backfill_at, backfill_attempts,"
+            "   backfill_error, backfill_abandoned_at, backfill_abandoned_reason, archived_at"
+            "   FROM proc_state_hst WHERE msg_id = $1::bigint"
+            "  LIMIT 1) r),"
+            " (SELECT coalesce (json_agg (e ORDER BY e.event_id), '[]')::text FROM ("
+            "  SELECT event_id, target, flid, state_version, event_type, state, attempts, last_error,"
+            "   created_at, sent_at FROM msg_event WHERE msg_id = $1::bigint) e)",
+            1, params, &res, &error)) {
+        char *why = zsys_sprintf ("cannot read message %" PRId64 ": %s", msg_id, error ? error : "no connection");
+        s_admin_reply (self, identity, "ERR", why);
+        free (why);
+        free (error);
+        if (self->status_conn && PQstatus (self->status_conn) != CONNECTION_OK)
+            mx_pg_disconnect (&self->status_conn);
+        return;
+    }
+    json_t *row = PQgetisnull (res, 0, 0) ? NULL : json_loads (PQgetvalue (res, 0, 0), 0, NULL);
+    json_t *events = json_loads (PQgetvalue (res, 0, 1), 0, NULL);
+    PQclear (res);
+
+    json_t *raw = NULL;
+    json_t *decoded = json_null ();
+    bool in_mailbox = false;
+    if (!self->config->mailbox_shared_mysql_enabled)
+        raw = json_pack ("{s:n,s:s}", "xml", "error", "mailbox disabled (mailbox.shared-mysql.enabled = false)");
+    else {
+        if (!self->mailbox)
+            self->mailbox = mx_mailbox_new (self->config);
+        char *xml = NULL;
+        size_t size = 0;
+        size_t max_bytes = (size_t) self->config->codec_max_message_bytes;
+        int found = mx_mailbox_read (self->mailbox, msg_id, max_bytes, &xml, &size, &error);
+        if (found < 0)
+            raw = json_pack ("{s:n,s:s}", "xml", "error", error ? error : "mailbox unreachable");
+        else
+        if (found == 0)
+            raw = json_pack ("{s:n,s:s}", "xml", "error", "no such row in CMINMSGS");
+        else
+        if (!xml) {
+            char *why = zsys_sprintf ("%zu bytes: larger than msgx.codec.max-message-bytes (%zu)", size, max_bytes);
+            raw = json_pack ("{s:n,s:I,s:s}", "xml", "bytes", (json_int_t) size, "error", why);
+            free (why);
+            in_mailbox = true;
+        }
+        else {
+            in_mailbox = true;
+            //  json_stringn refuses text that is not UTF-8: say so rather
+            //  than guess at the bytes.
+            json_t *text = json_stringn (xml, size);
+            raw = json_pack ("{s:o,s:I}", "xml", text ? text : json_null (), "bytes", (json_int_t) size);
+            if (!text)
+                json_object_set_new (raw, "error", json_string ("not valid UTF-8: shown in the decoded summary only"));
+            json_decref (decoded);
+            decoded = s_show_decode (self, xml, size);
+        }
+        free (error);
+        error = NULL;
+        free (xml);
+    }
+    if (!row && !in_mailbox) {
+        char *why = zsys_sprintf ("no message %" PRId64 ": not in proc_state, its archive or the mailbox", msg_id);
+        s_admin_reply (self, identity, "ERR", why);
+        free (why);
+        json_decref (events);
+        json_decref (raw);
+        json_decref (decoded);
+        return;
+    }
+    s_admin_reply_json (self, identity, json_pack ("{s:I,s:o,s:o,s:o,s:o}",
+        "msg_id", (json_int_t) msg_id, "state", row ? row : json_null (), "raw", raw,
+        "decoded", decoded, "events", events ? events : json_array ()));
+}
+
 static void
 s_handle_admin (s_control_t *self)
 {
@@ -578,6 +826,9 @@ s_handle_admin (s_control_t *self)
     else
     if (admin == MX_ADMIN_STATUS)
         s_admin_reply_json (self, &identity, s_status (self));
+    else
+    if (admin == MX_ADMIN_SHOW)
+        s_admin_show (self, &identity, args);          //  read-only: a standby answers too
     else
     if (self->role != ROLE_ACTIVE)
         s_admin_reply (self, &identity, "ERR", "this instance is not active (standby): send the command to the active instance");
@@ -642,7 +893,9 @@ s_handle_pipe (s_control_t *self)
             break;
         case MX_CMD_START: {
             char *error = NULL;
-            if (s_admin_bind (self, &error)) {
+            //  The services answer /health from the start, whatever the
+            //  role turns out to be.
+            if (s_admin_bind (self, &error) || s_children_start (self, true, &error)) {
                 mx_actor_reply_failed (self->pipe, error);
                 free (error);
                 break;
@@ -796,7 +1049,7 @@ mx_control_actor (zsock_t *pipe, void *args)
             s_handle_admin (self);
         //  One child message per turn: handling it may stop every child.
         for (int i = first_child; i < count; i++)
-            if ((items [i].revents & ZMQ_POLLIN) && self->role == ROLE_ACTIVE) {
+            if (items [i].revents & ZMQ_POLLIN) {
                 s_handle_child (self, owners [i]);
                 break;
             }
@@ -814,6 +1067,8 @@ mx_control_actor (zsock_t *pipe, void *args)
     zhashx_destroy (&self->admin_waiting);
     if (self->status_conn)
         PQfinish (self->status_conn);
+    mx_mailbox_destroy (&self->mailbox);
+    mx_tz_destroy (&self->zone);
     s_lock_disconnect (self);
     zsock_destroy (&self->admin);
     if (self->admin_ipc)

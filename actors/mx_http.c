@@ -15,6 +15,7 @@
 #include <libpq-fe.h>
 #include <microhttpd.h>
 
+#include "mx_compat_body.h"
 #include "mx_log.h"
 #include "mx_mailbox.h"
 #include "mx_metrics.h"
@@ -74,6 +75,10 @@ typedef struct {
     s_counts_t counts;
     zsock_t *metrics;               //  DEALER to the metrics actor
     uint64_t metrics_tag;           //  of the last request, to drop late replies
+    //  The instance's role and pause as control last told (ROLE). An actor
+    //  nobody tells (started on its own) serves as an active instance.
+    char role [16];
+    bool paused;
 } s_http_t;
 
 //  One request being received (MHD's per-request pointer).
@@ -174,114 +179,6 @@ s_rejectf (s_http_t *self, struct MHD_Connection *connection, unsigned int statu
 }
 
 //  ---------------------------------------------------------------------
-//  Request checks
-
-//  Offset of the first byte that breaks UTF-8 (overlong forms, surrogates
-//  and code points above U+10FFFF included), or size if the text is valid.
-static size_t
-s_utf8_invalid_at (const unsigned char *text, size_t size)
-{
-    size_t at = 0;
-    while (at < size) {
-        unsigned char lead = text [at];
-        if (lead < 0x80) {
-            at++;
-            continue;
-        }
-        size_t length;
-        uint32_t code, least;
-        if (lead >= 0xC2 && lead <= 0xDF) {
-            length = 2; code = lead & 0x1F; least = 0x80;
-        }
-        else
-        if (lead >= 0xE0 && lead <= 0xEF) {
-            length = 3; code = lead & 0x0F; least = 0x800;
-        }
-        else
-        if (lead >= 0xF0 && lead <= 0xF4) {
-            length = 4; code = lead & 0x07; least = 0x10000;
-        }
-        else
-            return at;
-        if (size - at < length)
-            return at;
-        for (size_t k = 1; k < length; k++) {
-            if ((text [at + k] & 0xC0) != 0x80)
-                return at;
-            code = (code << 6) | (text [at + k] & 0x3F);
-        }
-        if (code < least || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF))
-            return at;
-        at += length;
-    }
-    return size;
-}
-
-//  [*start, *end) without surrounding blanks.
-static void
-s_trim (const char **start, const char **end)
-{
-    while (*start < *end && (**start == ' ' || **start == '\t'))
-        (*start)++;
-    while (*end > *start && ((*end) [-1] == ' ' || (*end) [-1] == '\t'))
-        (*end)--;
-}
-
-//  Any text type or application/xml, charset (if any) utf-8. Returns 0, or -1 with
-//  *why set (malloc'd).
-static int
-s_check_media_type (const char *value, char **why)
-{
-    if (!value || !*value) {
-        *why = strdup ("missing Content-Type: send the raw XML as application/xml or text/xml, charset utf-8");
-        return -1;
-    }
-    const char *type = value;
-    const char *type_end = strchr (value, ';');
-    if (!type_end)
-        type_end = value + strlen (value);
-    s_trim (&type, &type_end);
-    int type_length = (int) (type_end - type);
-    bool xml = type_length == 15 && strncasecmp (type, "application/xml", 15) == 0;
-    bool text = type_length > 5 && strncasecmp (type, "text/", 5) == 0;
-    for (const char *scan = type + 5; text && scan < type_end; scan++)
-        text = *scan != '/' && *scan != ' ' && *scan != '\t';
-    if (!xml && !text) {
-        *why = zsys_sprintf ("unsupported media type '%.*s': send the raw XML as application/xml or text/*",
-                             type_length > 64 ? 64 : type_length, type);
-        return -1;
-    }
-    const char *next = *type_end == ';' ? type_end + 1 : NULL;
-    while (next) {
-        const char *name = next;
-        const char *end = strchr (next, ';');
-        next = end ? end + 1 : NULL;
-        if (!end)
-            end = name + strlen (name);
-        const char *equals = memchr (name, '=', (size_t) (end - name));
-        if (!equals)
-            continue;
-        const char *name_end = equals;
-        s_trim (&name, &name_end);
-        if (name_end - name != 7 || strncasecmp (name, "charset", 7) != 0)
-            continue;
-        const char *charset = equals + 1;
-        s_trim (&charset, &end);
-        if (end - charset >= 2 && *charset == '"' && end [-1] == '"') {
-            charset++;
-            end--;
-        }
-        int length = (int) (end - charset);
-        if (length != 5 || strncasecmp (charset, "utf-8", 5) != 0) {
-            *why = zsys_sprintf ("unsupported charset '%.*s': the body must be utf-8",
-                                 length > 64 ? 64 : length, charset);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-//  ---------------------------------------------------------------------
 //  The compat entry
 
 //  Registers the PENDING proc_state row. A failure is only logged: the
@@ -308,13 +205,13 @@ s_register (s_http_t *self, int64_t id, int64_t received_ms, int64_t now_ms)
 static enum MHD_Result
 s_send (s_http_t *self, struct MHD_Connection *connection, s_request_t *request)
 {
-    if (request->size == 0)
-        return s_reject (self, connection, MHD_HTTP_BAD_REQUEST,
-                         "empty body: POST the raw XML message");
-    size_t bad = s_utf8_invalid_at ((const unsigned char *) request->body, request->size);
-    if (bad < request->size)
-        return s_rejectf (self, connection, MHD_HTTP_BAD_REQUEST,
-                          "body is not valid UTF-8 (byte %zu of %zu)", bad, request->size);
+    char *why = NULL;
+    unsigned int refused = mx_compat_body_check (request->body, request->size, self->max_body, &why);
+    if (refused) {
+        enum MHD_Result rc = s_reject (self, connection, refused, why);
+        free (why);
+        return rc;
+    }
 
     int64_t now = mx_clock_now (self->args->clock);
     //  DATE_RECEIVED holds whole seconds; proc_state copies what the
@@ -381,6 +278,28 @@ s_ask_metrics (s_http_t *self)
     }
 }
 
+static bool
+s_active (s_http_t *self)
+{
+    return streq (self->role, "active");
+}
+
+//  The instance gauges, from what control last told.
+static void
+s_publish_role (s_http_t *self)
+{
+    mx_metrics_gauge_set (mx_metrics_gauge ("msgx_instance_active",
+                              "1 when this instance holds the instance lock (active), 0 otherwise", NULL),
+                          s_active (self) ? 1 : 0);
+    mx_metrics_gauge_set (mx_metrics_gauge ("msgx_pipeline_paused",
+                              "1 when the pipeline is paused (autostart=false or msgxctl pause)", NULL),
+                          self->paused ? 1 : 0);
+}
+
+//  200 only on the active instance with every required dependency ok: a
+//  load balancer or supervisor then reaches the one instance that takes
+//  work. A pause is the operator's decision, not a fault: still 200, and
+//  "pipeline":{"paused":true} says it.
 static enum MHD_Result
 s_health (s_http_t *self, struct MHD_Connection *connection)
 {
@@ -390,9 +309,10 @@ s_health (s_http_t *self, struct MHD_Connection *connection)
     if (snapshot) {
         const char *verdict = json_string_value (json_object_get (snapshot, "status"));
         bool ok = verdict && streq (verdict, "ok");
-        status = ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE;
-        //  Only the active instance runs the http actor.
-        body = json_pack ("{s:s,s:s,s:O,s:O}", "status", ok ? "ok" : "degraded", "role", "active",
+        const char *summary = !ok ? "degraded" : s_active (self) ? "ok" : "standby";
+        status = ok && s_active (self) ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE;
+        body = json_pack ("{s:s,s:s,s:{s:b},s:O,s:O}", "status", summary, "role", self->role,
+                          "pipeline", "paused", self->paused,
                           "dependencies", json_object_get (snapshot, "dependencies"),
                           "backlog", json_object_get (snapshot, "backlog"));
         json_decref (snapshot);
@@ -401,7 +321,8 @@ s_health (s_http_t *self, struct MHD_Connection *connection)
         status = MHD_HTTP_SERVICE_UNAVAILABLE;
         char *error = zsys_sprintf ("metrics actor did not answer within %d ms", S_METRICS_WAIT_MS);
         mx_log_emit (MX_LOG_WARN, self->name, NULL, "GET " S_PATH_HEALTH ": %s", error);
-        body = json_pack ("{s:s,s:s,s:s}", "status", "degraded", "role", "active", "error", error);
+        body = json_pack ("{s:s,s:s,s:{s:b},s:s}", "status", "degraded", "role", self->role,
+                          "pipeline", "paused", self->paused, "error", error);
         free (error);
     }
     char *text = json_dumps (body, JSON_COMPACT);
@@ -423,6 +344,7 @@ s_metrics (s_http_t *self, struct MHD_Connection *connection)
         mx_metrics_actor_publish (NULL);
     }
     json_decref (snapshot);             //  the actor has set the gauges already
+    s_publish_role (self);
     mx_metrics_counter_set (mx_metrics_log_dropped (), mx_log_dropped ());
     char *text = mx_metrics_render ();
     enum MHD_Result rc = s_respond_as (connection, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",
@@ -507,24 +429,21 @@ s_access (void *cls, struct MHD_Connection *connection, const char *url,
         char *why = NULL;
         const char *type = MHD_lookup_connection_value (connection, MHD_HEADER_KIND,
                                                         MHD_HTTP_HEADER_CONTENT_TYPE);
-        if (s_check_media_type (type, &why)) {
-            enum MHD_Result rc = s_reject (self, connection, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, why);
-            free (why);
-            return rc;
-        }
         const char *length_text = MHD_lookup_connection_value (connection, MHD_HEADER_KIND,
                                                                MHD_HTTP_HEADER_CONTENT_LENGTH);
         size_t expected = 0;
-        if (length_text) {
-            //  MHD has already refused a malformed Content-Length.
-            errno = 0;
-            unsigned long long length = strtoull (length_text, NULL, 10);
-            if (errno == ERANGE || length > self->max_body)
-                return s_rejectf (self, connection, MHD_HTTP_CONTENT_TOO_LARGE,
-                                  "body of %.24s bytes is larger than the limit of %zu bytes"
-                                  " (msgx.http.max-body-bytes)", length_text, self->max_body);
-            expected = (size_t) length;
+        unsigned int refused = mx_compat_body_check_media_type (type, &why);
+        if (!refused)
+            refused = mx_compat_body_check_length (length_text, self->max_body, &expected, &why);
+        if (refused) {
+            enum MHD_Result rc = s_reject (self, connection, refused, why);
+            free (why);
+            return rc;
         }
+        //  Only the lock holder writes proc_state.
+        if (!s_active (self))
+            return s_rejectf (self, connection, MHD_HTTP_SERVICE_UNAVAILABLE,
+                              "this instance is %s, not active: send to the active instance", self->role);
         if (!self->config->mailbox_shared_mysql_enabled)
             return s_reject (self, connection, MHD_HTTP_SERVICE_UNAVAILABLE,
                              "mailbox disabled (mailbox.shared-mysql.enabled = false)");
@@ -729,6 +648,13 @@ s_handle_pipe (s_http_t *self)
             free (detail);
             return;
         }
+        case MX_CMD_ROLE: {
+            char *role = mx_cmd_pop_str (rest);
+            self->paused = mx_cmd_pop_int (rest) != 0;
+            snprintf (self->role, sizeof self->role, "%s", role);
+            free (role);
+            break;
+        }
         case MX_CMD_PAUSE:
         case MX_CMD_RESUME:
             break;                      //  nothing to pause here
@@ -748,6 +674,7 @@ mx_http_actor (zsock_t *pipe, void *args)
     self->config = self->args->config;
     self->name = self->args->name ? self->args->name : "http";
     self->epoll_fd = -1;
+    snprintf (self->role, sizeof self->role, "active");
     self->max_body = (size_t) self->config->http_max_body_bytes;
     if (self->max_body > S_MEDIUMTEXT_MAX)
         self->max_body = S_MEDIUMTEXT_MAX;

@@ -19,7 +19,9 @@ static const char *s_snapshot_sql =
     "       u.n, (extract (epoch FROM u.oldest) * 1000)::bigint,"
     "       m.n, (extract (epoch FROM m.oldest) * 1000)::bigint,"
     "       a.n, h.n, h.late,"
-    "       o.msg_pending, o.msg_dead, o.schd_pending, o.schd_dead"
+    "       o.msg_pending, o.msg_dead, o.schd_pending, o.schd_dead,"
+    "       (extract (epoch FROM e.msg_oldest) * 1000)::bigint,"
+    "       (extract (epoch FROM e.schd_oldest) * 1000)::bigint"
     "  FROM inbox_cursor c"
     " CROSS JOIN (SELECT count(*) AS n, min (coalesce (received_at, created_at)) AS oldest"
     "               FROM proc_state WHERE state IN ('PENDING', 'FAILED')) u"
@@ -36,7 +38,13 @@ static const char *s_snapshot_sql =
     "                    count(*) FILTER (WHERE target = 'KAFKA:msg' AND state = 'DEAD') AS msg_dead,"
     "                    count(*) FILTER (WHERE target = 'KAFKA:schd' AND state = 'PENDING') AS schd_pending,"
     "                    count(*) FILTER (WHERE target = 'KAFKA:schd' AND state = 'DEAD') AS schd_dead"
-    "               FROM msg_event WHERE state IN ('PENDING', 'DEAD')) o";
+    "               FROM msg_event WHERE state IN ('PENDING', 'DEAD')) o"
+    //  The oldest undelivered event per target: the first in delivery
+    //  order, one step down msg_event_pending_idx.
+    " CROSS JOIN (SELECT (SELECT created_at FROM msg_event WHERE target = 'KAFKA:msg' AND state = 'PENDING'"
+    "                      ORDER BY event_id LIMIT 1) AS msg_oldest,"
+    "                    (SELECT created_at FROM msg_event WHERE target = 'KAFKA:schd' AND state = 'PENDING'"
+    "                      ORDER BY event_id LIMIT 1) AS schd_oldest) e";
 
 static const char *s_targets [] = { "KAFKA:msg", "KAFKA:schd" };
 #define S_TARGET_COUNT 2
@@ -92,6 +100,16 @@ s_outbox_gauge (const char *which, const char *target)
                                    : "Outbox events given up (DEAD)", labels);
 }
 
+static mx_metrics_gauge_t *
+s_lag_gauge (const char *target)
+{
+    char labels [64];
+    snprintf (labels, sizeof labels, "target=%s", target);
+    return mx_metrics_gauge ("msgx_events_delivery_lag_seconds",
+                             "Age of the oldest undelivered (PENDING) outbox event (0 when there is none)",
+                             labels);
+}
+
 static double
 s_figure (const json_t *object, const char *key)
 {
@@ -106,11 +124,17 @@ mx_metrics_actor_publish (const json_t *backlog)
         mx_metrics_gauge_set (mx_metrics_gauge (s_gauges [i].name, s_gauges [i].help, NULL),
                               s_figure (backlog, s_gauges [i].key));
     const json_t *outbox = backlog ? json_object_get (backlog, "outbox") : NULL;
+    double pending = 0;
     for (size_t i = 0; i < S_TARGET_COUNT; i++) {
         const json_t *target = outbox ? json_object_get (outbox, s_targets [i]) : NULL;
         mx_metrics_gauge_set (s_outbox_gauge ("pending", s_targets [i]), s_figure (target, "pending"));
         mx_metrics_gauge_set (s_outbox_gauge ("dead", s_targets [i]), s_figure (target, "dead"));
+        mx_metrics_gauge_set (s_lag_gauge (s_targets [i]), s_figure (target, "delivery_lag_seconds"));
+        pending += s_figure (target, "pending");        //  NaN stays NaN
     }
+    mx_metrics_gauge_set (mx_metrics_gauge ("msgx_events_pending",
+                                            "Outbox events waiting for delivery, all targets", NULL),
+                          pending);
 }
 
 //  ---------------------------------------------------------------------
@@ -239,10 +263,15 @@ s_query_backlog (s_metrics_t *self, int64_t now, int64_t max_id, char **error)
     int64_t unfinished = mx_pg_get_int64 (res, 0, 1);
     int64_t unmarked = mx_pg_get_int64 (res, 0, 3);
     json_t *outbox = json_object ();
-    for (size_t i = 0; i < S_TARGET_COUNT; i++)
+    for (size_t i = 0; i < S_TARGET_COUNT; i++) {
+        int64_t pending = mx_pg_get_int64 (res, 0, 8 + 2 * (int) i);
+        int oldest = 12 + (int) i;
         json_object_set_new (outbox, s_targets [i],
-            json_pack ("{s:I,s:I}", "pending", (json_int_t) mx_pg_get_int64 (res, 0, 8 + 2 * (int) i),
-                                    "dead", (json_int_t) mx_pg_get_int64 (res, 0, 9 + 2 * (int) i)));
+            json_pack ("{s:I,s:I,s:o}", "pending", (json_int_t) pending,
+                       "dead", (json_int_t) mx_pg_get_int64 (res, 0, 9 + 2 * (int) i),
+                       "delivery_lag_seconds",
+                       s_age_seconds (pending, PQgetisnull (res, 0, oldest), mx_pg_get_int64 (res, 0, oldest), now)));
+    }
     json_t *backlog = json_pack ("{s:I,s:o,s:I,s:I,s:o,s:I,s:I,s:I,s:o,s:I}",
         "unfinished", (json_int_t) unfinished,
         "oldest_unprocessed_seconds",
@@ -384,6 +413,12 @@ s_handle_pipe (s_metrics_t *self)
             free (detail);
             return;
         }
+        case MX_CMD_ROLE:
+            //  The figures are the shared database's, the same from any
+            //  instance; http reports the role.
+            free (mx_cmd_pop_str (rest));
+            mx_cmd_pop_int (rest);
+            break;
         case MX_CMD_PAUSE:
         case MX_CMD_RESUME:
             break;

@@ -20,7 +20,9 @@
       msgx_pipeline_backlog_unfinished, msgx_pipeline_backlog_oldest_unprocessed_seconds,
       msgx_pipeline_backfill_unmarked_terminal, msgx_pipeline_backfill_abandoned,
       msgx_pipeline_backfill_oldest_unmarked_seconds, msgx_pipeline_watermark_lag,
-      msgx_outbox_pending{target}, msgx_outbox_dead{target}.
+      msgx_outbox_pending{target}, msgx_outbox_dead{target},
+      msgx_events_pending (all targets), msgx_events_delivery_lag_seconds{target}
+      (age of the oldest PENDING event, 0 when none).
 
     Data socket: a ROUTER bound at mx_actor_endpoint (args, "metrics").
     Request frames: "SNAPSHOT", tag. Reply frames: tag, one JSON object:
@@ -32,14 +34,18 @@
                   "backfill_oldest_unmarked_seconds":x, "watermark":n,
                   "mailbox_max_id":n, "watermark_lag":n,
                   "released_holes":n, "late_arrival_holes":n,
-                  "outbox":{"KAFKA:msg":{"pending":n,"dead":n}, "KAFKA:schd":{...}},
+                  "outbox":{"KAFKA:msg":{"pending":n,"dead":n,"delivery_lag_seconds":x},
+                            "KAFKA:schd":{...}},
                   "taken_ms":n, "age_ms":n, "error":s}}
     Unknown figures are null; "error" is present only when the snapshot
     failed. status is "ok" when every required dependency is ok.
 
+    The figures are the shared database's: a standby reports them as the
+    active does (msgx_instance_active, set by http, tells the two apart).
+
     Start-up follows mx_actor.h: START binds the data socket (PostgreSQL
-    may still be down: that is what /health reports), "$TERM" stops, PAUSE
-    and RESUME are ignored.
+    may still be down: that is what /health reports), "$TERM" stops, PAUSE,
+    RESUME and ROLE are ignored.
 */
 #ifndef MX_METRICS_ACTOR_H_INCLUDED
 #define MX_METRICS_ACTOR_H_INCLUDED

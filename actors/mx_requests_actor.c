@@ -465,6 +465,9 @@ s_handle_pipe (s_requests_t *self)
             assert (self->zone);        //  control routes only to started actors
             s_handle_admin (self, rest);
             break;
+        case MX_CMD_PAUSE:
+        case MX_CMD_RESUME:
+            break;              //  a pause stops claiming inbound work; requests upstream go on
         default:
             assert (!"requests: unexpected command");
     }

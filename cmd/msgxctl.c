@@ -3,10 +3,17 @@
     Exit codes: 0 ok, 1 refused by the daemon, 2 usage, 3 daemon unreachable.
 */
 #include <czmq.h>
+#include <stdarg.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <math.h>
+#include <poll.h>
 #include <pwd.h>
+#include <signal.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "mx_cmd.h"
 
@@ -15,6 +22,29 @@
 #define EXIT_UNREACHABLE 3
 #define DEFAULT_ENDPOINT "ipc://msgx-admin.sock"
 #define DEFAULT_TIMEOUT_MS 5000
+#define DEFAULT_WATCH_MS 1000
+//  Samples kept for the rate: a sliding window of this many seconds.
+#define WATCH_WINDOW_S 10.0
+#define WATCH_SAMPLES 256
+#define SCREEN_COLUMNS 80
+
+//  Why the last call failed, for a caller that shows it itself (watch).
+static char s_problem [256];
+static bool s_quiet;
+
+static void
+s_complain (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+
+static void
+s_complain (const char *fmt, ...)
+{
+    va_list args;
+    va_start (args, fmt);
+    vsnprintf (s_problem, sizeof s_problem, fmt, args);
+    va_end (args);
+    if (!s_quiet)
+        fprintf (stderr, "msgxctl: %s\n", s_problem);
+}
 
 static void
 s_usage (FILE *out)
@@ -22,7 +52,11 @@ s_usage (FILE *out)
     fprintf (out,
         "usage: msgxctl [--endpoint E] [--timeout MS] COMMAND [ARGS] [--json]\n"
         "commands:\n"
-        "  status                     role, watermark and hole, FIFO head, counts by state, dependencies\n"
+        "  status [--watch [--interval D]]\n"
+        "                             role, watermark and hole, FIFO head, counts by state, backlog,\n"
+        "                             dependencies; --watch redraws every D (default 1s; e.g. 250ms)\n"
+        "                             with a progress bar, rate and ETA until Ctrl-C\n"
+        "  show MSG_ID                a message's state row, raw XML, decoded summary and events\n"
         "  pause                      stop ingress and pump from claiming work\n"
         "  resume                     let ingress and pump claim work again\n"
         "  replay --class C | --id N [N...]  [--dry-run] [--yes]\n"
@@ -51,7 +85,7 @@ s_call (const char *endpoint, int timeout_ms, const char *verb, const char *args
     if (strncmp (endpoint, "ipc://", 6) == 0) {
         struct stat st;
         if (stat (endpoint + 6, &st) != 0) {
-            fprintf (stderr, "msgxctl: daemon unreachable: no socket at %s (is msgxd running in that directory?)\n", endpoint);
+            s_complain ("daemon unreachable: no socket at %s (is msgxd running in that directory?)", endpoint);
             return EXIT_UNREACHABLE;
         }
     }
@@ -62,12 +96,12 @@ s_call (const char *endpoint, int timeout_ms, const char *verb, const char *args
     }
     zsock_t *req = zsock_new (ZMQ_REQ);
     if (!req) {
-        fprintf (stderr, "msgxctl: cannot create a socket\n");
+        s_complain ("cannot create a socket");
         return EXIT_UNREACHABLE;
     }
     zsock_set_linger (req, 0);
     if (zsock_connect (req, "%s", endpoint) < 0) {
-        fprintf (stderr, "msgxctl: cannot connect to %s: %s\n", endpoint, zmq_strerror (zmq_errno ()));
+        s_complain ("cannot connect to %s: %s", endpoint, zmq_strerror (zmq_errno ()));
         zsock_destroy (&req);
         return EXIT_UNREACHABLE;
     }
@@ -76,7 +110,7 @@ s_call (const char *endpoint, int timeout_ms, const char *verb, const char *args
     zmq_pollitem_t item = { zsock_resolve (req), 0, ZMQ_POLLIN, 0 };
     int rc = zmq_poll (&item, 1, timeout_ms);
     if (rc <= 0) {
-        fprintf (stderr, "msgxctl: daemon unreachable: no reply from %s within %d ms\n", endpoint, timeout_ms);
+        s_complain ("daemon unreachable: no reply from %s within %d ms", endpoint, timeout_ms);
         zsock_destroy (&req);
         return EXIT_UNREACHABLE;
     }
@@ -90,7 +124,7 @@ s_call (const char *endpoint, int timeout_ms, const char *verb, const char *args
     if (verdict && payload && strcmp (verdict, "ERR") == 0)
         code = EXIT_REFUSED;
     else {
-        fprintf (stderr, "msgxctl: malformed reply from %s\n", endpoint);
+        s_complain ("malformed reply from %s", endpoint);
         code = EXIT_UNREACHABLE;
     }
     zstr_free (&verdict);
@@ -180,6 +214,19 @@ s_print_status (json_t *status)
             printf (" %s %" JSON_INTEGER_FORMAT, states [i], json_integer_value (json_object_get (counts, states [i])));
         printf ("\n");
     }
+    json_t *backlog = json_object_get (status, "backlog");
+    if (json_is_object (backlog)) {
+        printf ("backlog     ");
+        if (json_is_integer (json_object_get (backlog, "total")))
+            printf ("%" JSON_INTEGER_FORMAT, json_integer_value (json_object_get (backlog, "total")));
+        else
+            printf ("unknown");
+        printf (" (unfinished %" JSON_INTEGER_FORMAT, json_integer_value (json_object_get (backlog, "unfinished")));
+        if (json_is_integer (json_object_get (backlog, "unregistered")))
+            printf (", in the mailbox above them %" JSON_INTEGER_FORMAT,
+                    json_integer_value (json_object_get (backlog, "unregistered")));
+        printf ("); marks owed %" JSON_INTEGER_FORMAT "\n", json_integer_value (json_object_get (backlog, "unmarked")));
+    }
     json_t *deps = json_object_get (status, "dependencies");
     const char *key;
     json_t *value;
@@ -219,6 +266,94 @@ s_print_dead (json_t *reply)
 }
 
 static void
+s_print_show (json_t *reply)
+{
+    json_t *row = json_object_get (reply, "state");
+    json_int_t id = json_integer_value (json_object_get (reply, "msg_id"));
+    if (json_is_object (row)) {
+        json_int_t attempts = json_integer_value (json_object_get (row, "attempts"));
+        printf ("message     %" JSON_INTEGER_FORMAT " %s (source %s), %" JSON_INTEGER_FORMAT " attempt%s%s\n", id,
+                s_text (json_object_get (row, "state"), "?"), s_text (json_object_get (row, "source"), "?"),
+                attempts, attempts == 1 ? "" : "s",
+                json_is_string (json_object_get (row, "archived_at")) ? " [archived]" : "");
+        printf ("type/styp   %s/%s  identity %s\n", s_text (json_object_get (row, "type"), "-"),
+                s_text (json_object_get (row, "styp"), "-"), s_text (json_object_get (row, "identity_key"), "-"));
+        printf ("class       %s  last error: %s\n", s_text (json_object_get (row, "error_class"), "-"),
+                s_text (json_object_get (row, "last_error"), "-"));
+        if (json_is_string (json_object_get (row, "outcome")))
+            printf ("outcome     %s\n", json_string_value (json_object_get (row, "outcome")));
+        printf ("received    %s  started %s  finished %s\n", s_text (json_object_get (row, "received_at"), "-"),
+                s_text (json_object_get (row, "processing_started_at"), "-"),
+                s_text (json_object_get (row, "finished_at"), "-"));
+        if (json_is_string (json_object_get (row, "next_attempt_at")))
+            printf ("next try    %s\n", json_string_value (json_object_get (row, "next_attempt_at")));
+        if (json_is_string (json_object_get (row, "marked_at")))
+            printf ("mark        written %s\n", json_string_value (json_object_get (row, "marked_at")));
+        else
+        if (json_is_string (json_object_get (row, "backfill_abandoned_reason")))
+            printf ("mark        abandoned (%s) %s: %s\n", json_string_value (json_object_get (row, "backfill_abandoned_reason")),
+                    s_text (json_object_get (row, "backfill_abandoned_at"), "-"),
+                    s_text (json_object_get (row, "backfill_error"), "-"));
+        else
+        if (json_is_string (json_object_get (row, "backfill_next_at")))
+            printf ("mark        owed, next try %s (%" JSON_INTEGER_FORMAT " attempts)\n",
+                    json_string_value (json_object_get (row, "backfill_next_at")),
+                    json_integer_value (json_object_get (row, "backfill_attempts")));
+        else
+            printf ("mark        none owed\n");
+    }
+    else
+        printf ("message     %" JSON_INTEGER_FORMAT ": no proc_state row (not registered yet)\n", id);
+
+    json_t *decoded = json_object_get (reply, "decoded");
+    if (json_is_object (decoded) && strcmp (s_text (json_object_get (decoded, "status"), ""), "OK") == 0) {
+        printf ("decoded     %s %s/%s SNDR %s SEQN %" JSON_INTEGER_FORMAT " DTTM %s\n",
+                s_text (json_object_get (decoded, "kind"), "?"), s_text (json_object_get (decoded, "type"), "?"),
+                s_text (json_object_get (decoded, "styp"), "?"), s_text (json_object_get (decoded, "sndr"), "?"),
+                json_integer_value (json_object_get (decoded, "seqn")), s_text (json_object_get (decoded, "dttm"), "?"));
+        printf ("flights    ");
+        size_t index;
+        json_t *flid;
+        json_array_foreach (json_object_get (decoded, "flights"), index, flid)
+            printf (" %" JSON_INTEGER_FORMAT, json_integer_value (flid));
+        if (json_array_size (json_object_get (decoded, "flights")) == 0)
+            printf (" -");
+        printf ("\n");
+        json_t *body_error = json_object_get (decoded, "body_error");
+        if (json_is_object (body_error))
+            printf ("body        %s: %s\n", s_text (json_object_get (body_error, "class"), "?"),
+                    s_text (json_object_get (body_error, "detail"), "?"));
+    }
+    else
+    if (json_is_object (decoded))
+        printf ("decoded     %s: %s\n", s_text (json_object_get (decoded, "status"), "not decoded"),
+                s_text (json_object_get (decoded, "error"), "?"));
+
+    json_t *events = json_object_get (reply, "events");
+    printf ("events      %zu\n", json_array_size (events));
+    if (json_array_size (events) > 0)
+        printf ("  %-10s %-11s %-10s %-8s %-6s %-8s %s\n", "event_id", "target", "flid", "version", "state",
+                "attempts", "last error");
+    size_t index;
+    json_t *event;
+    json_array_foreach (events, index, event)
+        printf ("  %-10" JSON_INTEGER_FORMAT " %-11s %-10" JSON_INTEGER_FORMAT " %-8" JSON_INTEGER_FORMAT
+                " %-6s %-8" JSON_INTEGER_FORMAT " %s\n",
+                json_integer_value (json_object_get (event, "event_id")), s_text (json_object_get (event, "target"), "?"),
+                json_integer_value (json_object_get (event, "flid")),
+                json_integer_value (json_object_get (event, "state_version")),
+                s_text (json_object_get (event, "state"), "?"), json_integer_value (json_object_get (event, "attempts")),
+                s_text (json_object_get (event, "last_error"), "-"));
+
+    json_t *raw = json_object_get (reply, "raw");
+    if (json_is_string (json_object_get (raw, "xml")))
+        printf ("raw XML (%" JSON_INTEGER_FORMAT " bytes, as received):\n%s\n",
+                json_integer_value (json_object_get (raw, "bytes")), json_string_value (json_object_get (raw, "xml")));
+    else
+        printf ("raw XML     unavailable: %s\n", s_text (json_object_get (raw, "error"), "?"));
+}
+
+static void
 s_print_replay (json_t *reply)
 {
     bool dry_run = json_is_true (json_object_get (reply, "dry_run"));
@@ -253,15 +388,296 @@ s_print_replay (json_t *reply)
         printf ("%" JSON_INTEGER_FORMAT " message(s) back to PENDING\n", json_integer_value (json_object_get (reply, "moved")));
 }
 
+//  ---------------------------------------------------------------------
+//  status --watch
+
+typedef struct {
+    double at;                  //  monotonic seconds
+    int64_t done;               //  finished messages (SUCCEEDED, SKIPPED, DEAD)
+} s_sample_t;
+
+typedef struct {
+    bool tty;
+    bool started;               //  the first good status has been seen
+    int64_t done_at_start;
+    int64_t backlog_at_start;
+    s_sample_t samples [WATCH_SAMPLES];
+    size_t sample_count;        //  samples [0 .. count) oldest first
+    double unreachable_since;   //  0 when the daemon answers
+} s_watch_t;
+
+static double
+s_monotonic (void)
+{
+    struct timespec ts;
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+//  "1s", "250ms", "2m", or plain milliseconds; -1 if malformed.
+static long
+s_parse_duration (const char *text)
+{
+    char *end = NULL;
+    double value = strtod (text, &end);
+    if (end == text || value <= 0)
+        return -1;
+    double scale = strcmp (end, "ms") == 0 || !*end ? 1
+                 : strcmp (end, "s") == 0 ? 1000
+                 : strcmp (end, "m") == 0 ? 60000 : -1;
+    if (scale < 0 || value * scale < 10 || value * scale > 3600000)
+        return -1;
+    return (long) (value * scale);
+}
+
+static int64_t
+s_count (json_t *counts, const char *state)
+{
+    return json_integer_value (json_object_get (counts, state));
+}
+
+//  Finished messages per second over the sliding window; NAN until two
+//  samples span some time.
+static double
+s_rate (s_watch_t *self)
+{
+    if (self->sample_count < 2)
+        return NAN;
+    s_sample_t *first = &self->samples [0];
+    s_sample_t *last = &self->samples [self->sample_count - 1];
+    double span = last->at - first->at;
+    if (span <= 0)
+        return NAN;
+    return (double) (last->done - first->done) / span;
+}
+
+static void
+s_remember (s_watch_t *self, double now, int64_t done)
+{
+    //  Drop samples older than the window (keep one at its edge) and when full.
+    size_t drop = 0;
+    while (drop + 1 < self->sample_count && now - self->samples [drop + 1].at >= WATCH_WINDOW_S)
+        drop++;
+    if (self->sample_count - drop == WATCH_SAMPLES)
+        drop++;
+    if (drop) {
+        memmove (self->samples, self->samples + drop, (self->sample_count - drop) * sizeof (s_sample_t));
+        self->sample_count -= drop;
+    }
+    self->samples [self->sample_count++] = (s_sample_t) { now, done };
+}
+
+//  One screen (or one plain line) from a status reply. Every line fits in
+//  SCREEN_COLUMNS.
+static void
+s_watch_draw (s_watch_t *self, json_t *status, const char *endpoint)
+{
+    double now = s_monotonic ();
+    json_t *counts = json_object_get (status, "counts");
+    json_t *backlog_json = json_object_get (status, "backlog");
+    json_t *total = json_object_get (backlog_json, "total");
+    bool known = json_is_object (counts) && json_is_integer (total);
+    int64_t done = known ? s_count (counts, "SUCCEEDED") + s_count (counts, "SKIPPED") + s_count (counts, "DEAD") : 0;
+    int64_t backlog = known ? json_integer_value (total) : 0;
+    if (known && !self->started) {
+        self->started = true;
+        self->done_at_start = done;
+        self->backlog_at_start = backlog;
+    }
+    if (known)
+        s_remember (self, now, done);
+    //  Progress of the drain since the watch started: what finished since,
+    //  out of that plus what is still left.
+    int64_t finished = self->started ? done - self->done_at_start : 0;
+    if (finished < 0)
+        finished = 0;                   //  rows archived meanwhile
+    double progress = finished + backlog > 0 ? (double) finished / (double) (finished + backlog) : 1.0;
+    double rate = s_rate (self);
+    char rate_text [32] = "-", eta_text [32] = "-";
+    if (!isnan (rate))
+        snprintf (rate_text, sizeof rate_text, "%.1f msg/s", rate);
+    if (known && backlog == 0)
+        snprintf (eta_text, sizeof eta_text, "done");
+    else
+    if (!isnan (rate) && rate > 0) {
+        double eta = (double) backlog / rate;
+        s_print_duration ((int64_t) eta + 1, eta_text, sizeof eta_text);      //  rounded up, without libm
+    }
+    json_t *cursor = json_object_get (status, "cursor");
+    json_t *head = json_object_get (status, "head");
+    char w_text [32] = "?", hole_text [64] = "none", head_text [48] = "none";
+    if (json_is_object (cursor)) {
+        snprintf (w_text, sizeof w_text, "%" JSON_INTEGER_FORMAT, json_integer_value (json_object_get (cursor, "w")));
+        if (json_is_string (json_object_get (cursor, "hole_since"))) {
+            char age [32];
+            s_print_duration (json_integer_value (json_object_get (cursor, "hole_age_s")), age, sizeof age);
+            snprintf (hole_text, sizeof hole_text, "at %" JSON_INTEGER_FORMAT " for %s",
+                      json_integer_value (json_object_get (cursor, "w")) + 1, age);
+        }
+    }
+    else
+        snprintf (hole_text, sizeof hole_text, "?");
+    if (json_is_object (head))
+        snprintf (head_text, sizeof head_text, "%" JSON_INTEGER_FORMAT " %s",
+                  json_integer_value (json_object_get (head, "msg_id")), s_text (json_object_get (head, "state"), "?"));
+    else
+    if (!known)
+        snprintf (head_text, sizeof head_text, "?");
+    char backlog_text [32] = "unknown", dead_text [32] = "?", unmarked_text [32] = "?";
+    if (known)
+        snprintf (backlog_text, sizeof backlog_text, "%" PRId64, backlog);
+    if (json_is_object (counts))
+        snprintf (dead_text, sizeof dead_text, "%" PRId64, s_count (counts, "DEAD"));
+    if (json_is_integer (json_object_get (backlog_json, "unmarked")))
+        snprintf (unmarked_text, sizeof unmarked_text, "%" JSON_INTEGER_FORMAT,
+                  json_integer_value (json_object_get (backlog_json, "unmarked")));
+    const char *role = s_text (json_object_get (status, "role"), "?");
+    bool paused = json_is_true (json_object_get (json_object_get (status, "pipeline"), "paused"));
+    int percent = (int) (progress * 100.0);
+
+    if (!self->tty) {
+        //  Plain lines for logs and pipes: one per sample.
+        printf ("role=%s%s W=%s hole=%s head=%s backlog=%s dead=%s unmarked=%s progress=%d%% rate=%s eta=%s\n",
+                role, paused ? "(paused)" : "", w_text, strcmp (hole_text, "none") == 0 ? "none" : hole_text,
+                head_text, backlog_text, dead_text, unmarked_text, percent, rate_text, eta_text);
+        fflush (stdout);
+        return;
+    }
+    char line [512];            //  printed cut at 79 columns
+    //  Clear the screen and go home; every line is cut at 79 columns.
+    printf ("\033[H\033[2J");
+    snprintf (line, sizeof line, "msgxctl status --watch  %s", endpoint);
+    printf ("%.79s\n\n", line);
+    snprintf (line, sizeof line, "role      %s%s", role, paused ? " (pipeline paused)" : "");
+    printf ("%.79s\n", line);
+    snprintf (line, sizeof line, "W         %-14s hole   %s", w_text, hole_text);
+    printf ("%.79s\n", line);
+    snprintf (line, sizeof line, "head      %s", head_text);
+    printf ("%.79s\n", line);
+    snprintf (line, sizeof line, "backlog   %-14s dead   %-10s unmarked %s", backlog_text, dead_text, unmarked_text);
+    printf ("%.79s\n\n", line);
+    //  [#####.....] 100%: 60 cells of bar in 79 columns.
+    char bar [61];
+    int filled = (int) (progress * 60.0);
+    for (int i = 0; i < 60; i++)
+        bar [i] = i < filled ? '#' : '.';
+    bar [60] = 0;
+    printf ("[%s] %3d%%\n", bar, percent);
+    snprintf (line, sizeof line, "drained   %" PRId64 " since start   rate %s   ETA %s", finished, rate_text, eta_text);
+    printf ("%.79s\n", line);
+    if (self->unreachable_since > 0) {
+        snprintf (line, sizeof line, "daemon unreachable for %.0f s: %s", now - self->unreachable_since, s_problem);
+        printf ("\n%.79s\n", line);
+    }
+    printf ("\nCtrl-C to quit\n");
+    fflush (stdout);
+}
+
+static void
+s_watch_draw_unreachable (s_watch_t *self)
+{
+    double now = s_monotonic ();
+    if (!self->tty) {
+        printf ("daemon unreachable for %.0f s: %s\n", now - self->unreachable_since, s_problem);
+        fflush (stdout);
+        return;
+    }
+    char line [512];            //  printed cut at 79 columns
+    //  Keep the last screen and say, at the bottom, that it is stale.
+    printf ("\033[20;1H\033[J");
+    snprintf (line, sizeof line, "daemon unreachable for %.0f s (last figures above): %s",
+              now - self->unreachable_since, s_problem);
+    printf ("%.79s\n", line);
+    fflush (stdout);
+}
+
+//  Redraws until SIGINT or SIGTERM (exit 0); exit 3 if the daemon does
+//  not answer the first time.
+static int
+s_watch (const char *endpoint, int timeout_ms, long interval_ms, const char *args_text)
+{
+    sigset_t signals;
+    sigemptyset (&signals);
+    sigaddset (&signals, SIGINT);
+    sigaddset (&signals, SIGTERM);
+    sigprocmask (SIG_BLOCK, &signals, NULL);
+    int signal_fd = signalfd (-1, &signals, SFD_CLOEXEC);
+    if (signal_fd < 0) {
+        fprintf (stderr, "msgxctl: cannot watch signals: %s\n", strerror (errno));
+        return EXIT_UNREACHABLE;
+    }
+    s_watch_t self = { .tty = isatty (STDOUT_FILENO) == 1 };
+    bool first = true;
+    int code = 0;
+    while (true) {
+        char *reply = NULL;
+        s_quiet = !first;
+        int rc = s_call (endpoint, timeout_ms, "status", args_text, &reply);
+        json_t *status = rc == 0 ? json_loads (reply, 0, NULL) : NULL;
+        zstr_free (&reply);
+        if (!status) {
+            if (first) {
+                if (rc == 0)
+                    fprintf (stderr, "msgxctl: daemon sent invalid JSON\n");
+                code = rc == EXIT_USAGE ? EXIT_USAGE : EXIT_UNREACHABLE;
+                break;
+            }
+            if (self.unreachable_since == 0)
+                self.unreachable_since = s_monotonic ();
+            if (rc == 0)
+                snprintf (s_problem, sizeof s_problem, "daemon sent invalid JSON");
+            s_watch_draw_unreachable (&self);
+        }
+        else {
+            self.unreachable_since = 0;
+            s_watch_draw (&self, status, endpoint);
+            json_decref (status);
+        }
+        first = false;
+        struct pollfd item = { signal_fd, POLLIN, 0 };
+        if (poll (&item, 1, (int) interval_ms) > 0)
+            break;                      //  Ctrl-C or SIGTERM: a normal end
+    }
+    if (self.tty && code == 0)
+        printf ("\n");
+    close (signal_fd);
+    return code;
+}
+
 //  Verb arguments into the JSON object sent to the daemon.
 static int
-s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_out)
+s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_out,
+              long *watch_ms)
 {
     json_t *ids = NULL;
     for (int i = 0; i < argc; i++) {
         const char *arg = argv [i];
         if (strcmp (arg, "--json") == 0)
             *json_out = true;
+        else
+        if (admin == MX_ADMIN_STATUS && strcmp (arg, "--watch") == 0) {
+            if (*watch_ms <= 0)
+                *watch_ms = DEFAULT_WATCH_MS;
+        }
+        else
+        if (admin == MX_ADMIN_STATUS && strcmp (arg, "--interval") == 0 && i + 1 < argc) {
+            *watch_ms = s_parse_duration (argv [++i]);
+            if (*watch_ms < 0) {
+                fprintf (stderr, "msgxctl: --interval wants a duration between 10ms and 1h (e.g. 1s, 250ms), not '%s'\n",
+                         argv [i]);
+                return -1;
+            }
+        }
+        else
+        if (admin == MX_ADMIN_SHOW && arg [0] != '-' && !json_object_get (args, "msg_id")) {
+            char *end = NULL;
+            long long id = strtoll (arg, &end, 10);
+            if (!*arg || *end || id <= 0) {
+                fprintf (stderr, "msgxctl: show: '%s' is not a message ID\n", arg);
+                return -1;
+            }
+            json_object_set_new (args, "msg_id", json_integer (id));
+        }
         else
         if (admin == MX_ADMIN_REPLAY && strcmp (arg, "--class") == 0 && i + 1 < argc)
             json_object_set_new (args, "class", json_string (argv [++i]));
@@ -341,6 +757,10 @@ s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_
             return -1;
         }
     }
+    if (admin == MX_ADMIN_SHOW && !json_object_get (args, "msg_id")) {
+        fprintf (stderr, "msgxctl: show needs a message ID\n");
+        return -1;
+    }
     if (admin == MX_ADMIN_CUTOVER && !json_object_get (args, "watermark")) {
         fprintf (stderr, "msgxctl: cutover needs a watermark: min, zero, max or an ID\n");
         return -1;
@@ -407,7 +827,21 @@ main (int argc, char **argv)
         return EXIT_USAGE;
     }
     json_t *args = json_object ();
-    if (s_parse_args (admin, argc - optind, argv + optind, args, &json_out)) {
+    long watch_ms = 0;                  //  > 0: status --watch
+    bool interval_only = false;
+    if (s_parse_args (admin, argc - optind, argv + optind, args, &json_out, &watch_ms)) {
+        json_decref (args);
+        return EXIT_USAGE;
+    }
+    for (int i = optind; i < argc; i++)
+        if (strcmp (argv [i], "--interval") == 0)
+            interval_only = true;
+    for (int i = optind; i < argc; i++)
+        if (strcmp (argv [i], "--watch") == 0)
+            interval_only = false;
+    if (interval_only || (watch_ms > 0 && json_out)) {
+        fprintf (stderr, interval_only ? "msgxctl: --interval goes with status --watch\n"
+                                       : "msgxctl: status --watch draws a screen: no --json\n");
         json_decref (args);
         return EXIT_USAGE;
     }
@@ -418,6 +852,12 @@ main (int argc, char **argv)
     char *args_text = json_dumps (args, JSON_COMPACT);
     json_decref (args);
     zsys_handler_set (NULL);
+    if (watch_ms > 0) {
+        int watch_code = s_watch (endpoint, timeout_ms, watch_ms, args_text);
+        free (args_text);
+        zsys_shutdown ();
+        return watch_code;
+    }
     char *reply = NULL;
     int code = s_call (endpoint, timeout_ms, verb, args_text, &reply);
     free (args_text);
@@ -434,6 +874,9 @@ main (int argc, char **argv)
         else
         if (admin == MX_ADMIN_DEAD && !json_out)
             s_print_dead (payload);
+        else
+        if (admin == MX_ADMIN_SHOW && !json_out)
+            s_print_show (payload);
         else
         if (json_out || admin != MX_ADMIN_STATUS) {
             char *text = json_dumps (payload, JSON_INDENT (2) | JSON_PRESERVE_ORDER);

@@ -4,6 +4,7 @@
     signal or a fatal report, stop everything in reverse order.
 */
 #include <czmq.h>
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -26,12 +27,421 @@ static void
 s_usage (FILE *out)
 {
     fprintf (out,
-        "usage: msgxd [--config FILE] [--check-config] [--config-reference] [--version]\n"
+        "usage: msgxd [--config FILE] [--check-config] [--config-reference]\n"
+        "             [--config-sample dev|prod] [--version]\n"
         "  --config FILE       ZPL configuration file (optional: defaults + environment)\n"
         "  --check-config      validate the configuration, print it as JSON and exit\n"
         "  --config-reference  print every configuration key as a Markdown table\n"
+        "  --config-sample P   print a commented ZPL file with every key for profile P\n"
         "Environment overrides: the key upper-cased, dots and dashes as '_'\n"
         "(msgx.pipeline.claim-batch -> MSGX_PIPELINE_CLAIM_BATCH).\n");
+}
+
+//  --------------------------------------------------------------------------
+//  --config-sample: deploy/config/msgxd-{dev,prod}.zpl are this output, so
+//  the samples always hold exactly the keys of core/mx_config.def. The
+//  build regenerates them and a test fails when a committed copy is stale.
+
+typedef struct {
+    const char *key;
+    const char *type;
+    const char *def;
+    const char *doc;
+} s_key_t;
+
+static const s_key_t s_keys [] = {
+#define MX_CONFIG_KEY(field, key, type, def, doc) { key, #type, def, doc },
+#include "mx_config.def"
+#undef MX_CONFIG_KEY
+};
+
+//  When to change each key. The key table has no such field yet; a key
+//  without advice prints S_NO_ADVICE, which the samples test refuses.
+#define S_NO_ADVICE "(no operating advice recorded for this key)"
+#define S_ADVICE(field) [MX_CONFIG_IDX_##field]
+
+static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
+    S_ADVICE (profile) =
+        "prod on every production and staging host; dev only on a workstation.",
+    S_ADVICE (stubs) =
+        "Leave false. Only for development without servers.",
+    S_ADVICE (log_level) =
+        "info in service; debug for a short while to follow one problem (several lines per message).",
+    S_ADVICE (pg_conninfo) =
+        "msgexchange's own database, never the mailbox. Keep the password out of this file: put it "
+        "in a pgpass file (the systemd unit sets PGPASSFILE=/etc/msgxd/pgpass) or give the whole "
+        "value in MSGX_PG_CONNINFO. msgxd adds connect_timeout=5 and TCP keepalives unless set here.",
+    S_ADVICE (pg_statement_timeout) =
+        "Raise only if a legitimate statement (history sweep, archive) is cancelled with "
+        "'statement timeout' in the log; a hung database must still end as a counted failure.",
+    S_ADVICE (instance_lock_key) =
+        "Same value on the active and the standby of one database. Change it only if another "
+        "application uses this advisory lock key, and then on every instance at once.",
+    S_ADVICE (instance_standby_retry) =
+        "How often an instance that cannot reach PostgreSQL or the lock tries again; failover "
+        "takes about this long once the active instance's session is gone.",
+    S_ADVICE (pipeline_autostart) =
+        "false keeps ingress and pump paused after every start until msgxctl resume: use it for the "
+        "first start and for a cutover. true in normal service, so a restart or a standby takeover "
+        "resumes by itself.",
+    S_ADVICE (pipeline_poll_interval) =
+        "Lower (e.g. 200ms) when latency matters and the mailbox server has headroom; raise to spare "
+        "it. A full batch polls again at once, so it does not limit catch-up speed.",
+    S_ADVICE (pipeline_claim_batch) =
+        "Raise (200 to 1000) to catch up a large backlog faster.",
+    S_ADVICE (pipeline_max_attempts) =
+        "With backoff-ms it bounds how long one failing message holds the FIFO (every message "
+        "behind it waits). Raise it when dependency outages are longer than the backoff covers; "
+        "DEAD(EXHAUSTED) messages can be replayed.",
+    S_ADVICE (pipeline_backoff_ms) =
+        "Defaults give about 31 s from the first failure to DEAD(EXHAUSTED).",
+    S_ADVICE (pipeline_backoff_cap_ms) =
+        "Only matters when backoff-ms holds longer delays; rarely changed.",
+    S_ADVICE (pipeline_head_deadline) =
+        "Longest time one message may hold the FIFO head, whatever attempts remain. Lower it when a "
+        "blocked FIFO costs more than a replay; raise it for long planned outages.",
+    S_ADVICE (pipeline_max_commit_delay) =
+        "Must exceed the mailbox's longest delay between allocating an ID and committing its row: "
+        "agree it with the mailbox owner. A row committed after its hole was released is only "
+        "detected (late-detect-period), never processed. Never lower it for speed.",
+    S_ADVICE (pipeline_overdue_backfill) =
+        "Keep it below the mailbox owner's retention of processed rows. Never lower it for speed.",
+    S_ADVICE (pipeline_backfill_period) =
+        "Marks are first tried at once; the sweep only catches up after mailbox failures.",
+    S_ADVICE (pipeline_backfill_batch) =
+        "Raise to catch up faster after a long mailbox outage.",
+    S_ADVICE (pipeline_backfill_max_attempts) =
+        "With the default backoff 20 attempts cover about 4 hours of mailbox trouble; abandoned "
+        "marks show in msgx_pipeline_backfill_abandoned and need msgxctl backfill recover.",
+    S_ADVICE (pipeline_backfill_backoff) =
+        "Rarely changed.",
+    S_ADVICE (pipeline_backfill_backoff_cap) =
+        "Rarely changed; must not be below backfill-backoff.",
+    S_ADVICE (pipeline_delivery_batch) =
+        "Raise for throughput when the brokers are far away.",
+    S_ADVICE (pipeline_delivery_drain_rounds) =
+        "Raise together with delivery-batch to drain a large outbox faster.",
+    S_ADVICE (pipeline_process_batch) =
+        "Lower (e.g. 50) if long transactions hurt other users of the database; 1 to rule batching "
+        "out while diagnosing. At most 10000.",
+    S_ADVICE (pipeline_cutover_watermark) =
+        "Set it only for the first start of a fresh instance, then empty it again: min = every row "
+        "now in the mailbox, zero = from ID 1 with the hole rules, max = only rows arriving from now "
+        "on, an ID = rows above it. Refused once the instance has processed anything; msgxctl "
+        "cutover does the same at run time.",
+    S_ADVICE (pipeline_late_detect_period) =
+        "5m in production: a hit means the mailbox committed a row after its hole was released "
+        "(raise max-commit-delay and talk to the mailbox owner).",
+    S_ADVICE (pipeline_late_detect_batch) =
+        "Rarely changed.",
+    S_ADVICE (pipeline_ignore_types) =
+        "Change only with the integration team: a listed type never reaches Kafka.",
+    S_ADVICE (operation_day_zone) =
+        "The airport's zone. Set it before the first message; changing it later moves flights "
+        "between operation days.",
+    S_ADVICE (operation_day_cutoff_hour) =
+        "The AODB's own operation-day convention; set it before the first message.",
+    S_ADVICE (identity_include_day_boundary) =
+        "Part of the deduplication identity: decide before the first message. Changing it in "
+        "service lets duplicates through or skips messages.",
+    S_ADVICE (codec_max_message_bytes) =
+        "Raise only if legitimate schedule snapshots are larger.",
+    S_ADVICE (schd_flush_period) =
+        "Lower for fresher state on the latest-state topic at the cost of more Kafka traffic.",
+    S_ADVICE (schd_flush_limit) =
+        "Raise if the latest-state topic falls behind after a large schedule download.",
+    S_ADVICE (health_backlog_cache_ttl_ms) =
+        "The backlog is one aggregate query over proc_state; the cache keeps frequent scrapes off "
+        "the database. 0 only while diagnosing.",
+    S_ADVICE (history_history_store_enabled) =
+        "true in production so old flights move to the history tables; false keeps every flight live.",
+    S_ADVICE (history_run_at) =
+        "A quiet hour at the airport.",
+    S_ADVICE (history_retention_days) =
+        "Raise if readers of msgexchange's database need older flights live.",
+    S_ADVICE (history_quiet_days) =
+        "Rarely changed.",
+    S_ADVICE (history_snap_log_retention_days) =
+        "Lower only to save space.",
+    S_ADVICE (archive_after_days) =
+        "A message can only be replayed while its row is live: raise it if operators replay older messages.",
+    S_ADVICE (shadow) =
+        "true on a shadow instance that reads the production mailbox beside the live system: it "
+        "writes no mark, no compat row and no request.",
+    S_ADVICE (requests_timeout) =
+        "Match the upstream's usual answer time for schedule and reference requests.",
+    S_ADVICE (requests_daily_schedule_at) =
+        "A daily schedule request (RQFD) that resynchronises the schedule; set it once agreed with "
+        "the AODB team.",
+    S_ADVICE (kafka_bootstrap_servers) =
+        "Two or three brokers of the cluster. Empty is refused in prod; in dev it starts the "
+        "in-process mock cluster.",
+    S_ADVICE (kafka_topic_msg) =
+        "Change only together with the consumers; create the topic first when auto-creation is off.",
+    S_ADVICE (kafka_topic_schd) =
+        "Create it with cleanup.policy=compact; change only together with the consumers.",
+    S_ADVICE (kafka_acks) =
+        "Not tunable: anything but all is refused.",
+    S_ADVICE (kafka_enable_idempotence) =
+        "Not tunable: false is refused.",
+    S_ADVICE (kafka_max_in_flight) =
+        "5 is fastest; idempotence keeps the order. Above 5 is refused.",
+    S_ADVICE (kafka_linger_ms) =
+        "Raise (10 to 50) for throughput over a slow link; 0 for the lowest latency.",
+    S_ADVICE (kafka_delivery_timeout) =
+        "Raise if broker fail-overs (leader elections) take longer.",
+    S_ADVICE (delivery_max_attempts) =
+        "With delivery.backoff it decides how long a Kafka outage may last before events become "
+        "DEAD (defaults: about 7 minutes); raise both where outages last longer.",
+    S_ADVICE (delivery_backoff) =
+        "Lengthen the last delay to ride out long outages without many attempts.",
+    S_ADVICE (http_bind) =
+        "An address the AODB (compat entry) and Prometheus reach. There is no authentication: "
+        "bind to an internal interface and firewall the port.",
+    S_ADVICE (http_max_body_bytes) =
+        "Keep it at or above codec.max-message-bytes.",
+    S_ADVICE (admin_endpoint) =
+        "An ipc:// path is mode 0600 (only the msgx user and root connect); under systemd "
+        "ipc:///run/msgxd/admin.sock. tcp:// has no authentication.",
+    S_ADVICE (mailbox_shared_mysql_enabled) =
+        "true in production; false turns ingress, backfill, the compat entry and requests off.",
+    S_ADVICE (mailbox_shared_mysql_host) =
+        "The AODB's MySQL or MariaDB server.",
+    S_ADVICE (mailbox_shared_mysql_port) =
+        "The server's port.",
+    S_ADVICE (mailbox_shared_mysql_user) =
+        "An account allowed to read CMINMSGS, update its processed mark and insert into COUTMSGS.",
+    S_ADVICE (mailbox_shared_mysql_password) =
+        "Keep it out of this file: set MAILBOX_SHARED_MYSQL_PASSWORD in the service's environment "
+        "file (mode 0600).",
+    S_ADVICE (mailbox_shared_mysql_database) =
+        "The schema that holds CMINMSGS and COUTMSGS.",
+    S_ADVICE (mailbox_shared_mysql_socket) =
+        "Only when the mailbox server runs on this host.",
+    S_ADVICE (mailbox_shared_mysql_connect_timeout) =
+        "Rarely changed.",
+    S_ADVICE (mailbox_shared_mysql_read_timeout) =
+        "Raise only if large mailbox reads time out on a slow link.",
+    S_ADVICE (mailbox_shared_mysql_write_timeout) =
+        "Rarely changed.",
+    S_ADVICE (mailbox_shared_mysql_time_zone) =
+        "The offset in which the AODB writes its DATETIME columns.",
+    S_ADVICE (mailbox_processed_value) =
+        "Agree it with the mailbox owner.",
+    S_ADVICE (mailbox_outbound_routing_rqfd) =
+        "Agree it with the AODB team.",
+    S_ADVICE (mailbox_outbound_routing_rqrd) =
+        "Agree it with the AODB team.",
+};
+
+//  Where a sample departs from the default, and why.
+typedef struct {
+    int idx;
+    const char *value;
+    const char *why;
+} s_sample_value_t;
+
+static const s_sample_value_t s_dev_values [] = {
+    { MX_CONFIG_IDX_pipeline_autostart, "true", "start processing at once" },
+};
+
+static const s_sample_value_t s_prod_values [] = {
+    { MX_CONFIG_IDX_profile, "prod", "refuses stubs and the mock cluster" },
+    { MX_CONFIG_IDX_pg_conninfo, "host=pg.example.internal port=5432 dbname=msgx user=msgx sslmode=require",
+      "placeholder host; the password in /etc/msgxd/pgpass" },
+    { MX_CONFIG_IDX_pipeline_autostart, "true", "a restart or takeover resumes by itself" },
+    { MX_CONFIG_IDX_pipeline_late_detect_period, "5m", "watch released holes" },
+    { MX_CONFIG_IDX_history_history_store_enabled, "true", "daily move of old flights" },
+    { MX_CONFIG_IDX_kafka_bootstrap_servers,
+      "kafka-1.example.internal:9092,kafka-2.example.internal:9092,kafka-3.example.internal:9092",
+      "placeholder brokers" },
+    { MX_CONFIG_IDX_http_bind, "0.0.0.0:8080", "reachable by the AODB and Prometheus; firewall it" },
+    { MX_CONFIG_IDX_admin_endpoint, "ipc:///run/msgxd/admin.sock", "the unit's RuntimeDirectory" },
+    { MX_CONFIG_IDX_mailbox_shared_mysql_enabled, "true", "the real mailbox" },
+    { MX_CONFIG_IDX_mailbox_shared_mysql_host, "aodb-mysql.example.internal", "placeholder host" },
+    { MX_CONFIG_IDX_mailbox_shared_mysql_user, "msgx", "placeholder account" },
+};
+
+#define S_WIDTH 80
+
+//  "#   " comment lines of text, wrapped at S_WIDTH, at depth's indent.
+static void
+s_comment (FILE *out, int depth, const char *text)
+{
+    int indent = 4 * depth + 4;
+    while (*text) {
+        int room = S_WIDTH - indent;
+        int length = (int) strlen (text);
+        int cut = length;
+        if (length > room) {
+            cut = room;
+            while (cut > 0 && text [cut] != ' ')
+                cut--;
+            if (cut == 0) {
+                cut = room;
+                while (text [cut] && text [cut] != ' ')
+                    cut++;
+            }
+        }
+        fprintf (out, "%*s#   %.*s\n", 4 * depth, "", cut, text);
+        text += cut;
+        while (*text == ' ')
+            text++;
+    }
+}
+
+static const char *
+s_unit (const s_key_t *key)
+{
+    size_t length = strlen (key->key);
+    const char *suffix = length > 6 ? key->key + length - 6 : key->key;
+    if (streq (key->type, "BOOL"))
+        return "true or false";
+    if (streq (key->type, "DURATION"))
+        return streq (suffix + 3, "-ms") ? "duration (500ms, 30s, 10m, 2h, 30d; a bare number is ms)"
+                                         : "duration (500ms, 30s, 10m, 2h, 30d)";
+    if (streq (key->type, "MS_LIST"))
+        return "comma-separated durations";
+    if (streq (key->type, "STRING_LIST"))
+        return "comma-separated words";
+    if (streq (key->type, "TIME_OF_DAY"))
+        return "local time HH:MM in the airport zone, or empty";
+    if (streq (key->type, "INT"))
+        return streq (suffix, "-bytes") ? "integer, bytes"
+             : streq (suffix + 1, "-days") ? "integer, days"
+             : streq (suffix + 1, "-hour") ? "integer, hour of the day"
+             : "integer";
+    return "text";
+}
+
+//  ZPL value: bare when it is a plain word, else double-quoted.
+static void
+s_print_value (FILE *out, const char *value)
+{
+    bool bare = *value != '\0';
+    for (const char *scan = value; *scan && bare; scan++)
+        bare = isalnum ((unsigned char) *scan) || strchr ("._:,/+-@", *scan);
+    //  Our own constants: a double quote inside would need another quoting.
+    assert (!strchr (value, '"'));
+    fprintf (out, bare ? "%s" : "\"%s\"", value);
+}
+
+static void
+s_print_key (FILE *out, int idx, const char *name, int depth, const s_sample_value_t *values,
+             size_t count, bool *complete)
+{
+    const s_key_t *key = &s_keys [idx];
+    char env [128];
+    const char *value = key->def;
+    const char *why = NULL;
+    for (size_t i = 0; i < count; i++)
+        if (values [i].idx == idx) {
+            value = values [i].value;
+            why = values [i].why;
+        }
+    char *line = zsys_sprintf ("%s.", key->doc);
+    s_comment (out, depth, line);
+    free (line);
+    line = zsys_sprintf ("%s; default %s; environment %s.", s_unit (key),
+                         *key->def ? key->def : "empty",
+                         mx_config_env_name (key->key, env, sizeof env));
+    line [0] = (char) toupper ((unsigned char) line [0]);
+    s_comment (out, depth, line);
+    free (line);
+    if (!s_advice [idx])
+        *complete = false;
+    s_comment (out, depth, s_advice [idx] ? s_advice [idx] : S_NO_ADVICE);
+    if (why) {
+        line = zsys_sprintf ("This sample: %s.", why);
+        s_comment (out, depth, line);
+        free (line);
+    }
+    fprintf (out, "%*s%s = ", 4 * depth, "", name);
+    s_print_value (out, value);
+    fprintf (out, "\n");
+}
+
+//  Keys below prefix ("" = top), sections and keys in table order; a
+//  blank line between blocks, none right after a section's name.
+static void
+s_print_section (FILE *out, const char *prefix, int depth, const s_sample_value_t *values,
+                 size_t count, bool *complete)
+{
+    size_t skip = strlen (prefix);
+    bool first = depth > 0;
+    for (int idx = 0; idx < MX_CONFIG_KEY_COUNT; idx++) {
+        const char *key = s_keys [idx].key;
+        if (strncmp (key, prefix, skip) != 0)
+            continue;
+        const char *rest = key + skip;
+        const char *dot = strchr (rest, '.');
+        if (!dot) {
+            if (!first)
+                fprintf (out, "\n");
+            first = false;
+            s_print_key (out, idx, rest, depth, values, count, complete);
+            continue;
+        }
+        //  A section: printed where its first key comes.
+        size_t name_length = (size_t) (dot - rest);
+        bool seen = false;
+        for (int before = 0; before < idx && !seen; before++)
+            seen = strncmp (s_keys [before].key, key, skip + name_length + 1) == 0;
+        if (seen)
+            continue;
+        if (!first)
+            fprintf (out, "\n");
+        first = false;
+        char *child = zsys_sprintf ("%.*s", (int) (skip + name_length + 1), key);
+        fprintf (out, "%*s%.*s\n", 4 * depth, "", (int) name_length, rest);
+        s_print_section (out, child, depth + 1, values, count, complete);
+        free (child);
+    }
+}
+
+//  A key without advice is reported on stderr and marked in the output
+//  (the samples test refuses the mark); the build goes on.
+static int
+s_print_sample (FILE *out, bool prod)
+{
+    fprintf (out,
+        "#   msgxd configuration: %s sample\n"
+        "#\n"
+        "#   Generated from core/mx_config.def by `msgxd --config-sample %s`; do not\n"
+        "#   edit by hand (cmake --build BUILD --target update-docs refreshes it).\n"
+        "#   Copy it to /etc/msgxd/msgxd.zpl and change what your site needs.\n"
+        "#\n"
+        "#   Format: ZPL (czmq zconfig), sections nested by 4 spaces. A key may also\n"
+        "#   be written flat (msgx.pipeline.claim-batch = 50). Quote values holding\n"
+        "#   blanks or '#'; write an empty value as \"\". Unknown keys are refused.\n"
+        "#   Precedence: defaults < this file < environment (the key upper-cased,\n"
+        "#   dots and dashes as '_': MSGX_PIPELINE_CLAIM_BATCH=100).\n"
+        "#   Check before starting: msgxd --config FILE --check-config (exit 78 and\n"
+        "#   one line per problem when something is wrong).\n",
+        prod ? "production" : "development", prod ? "prod" : "dev");
+    if (prod)
+        fprintf (out,
+            "#\n"
+            "#   Replace every example.internal placeholder. Secrets never go in this\n"
+            "#   file: MAILBOX_SHARED_MYSQL_PASSWORD belongs in /etc/msgxd/msgxd.env\n"
+            "#   (mode 0600, read by the systemd unit), the PostgreSQL password in\n"
+            "#   /etc/msgxd/pgpass (PGPASSFILE). prod refuses stubs, an empty Kafka\n"
+            "#   broker list and any weakened producer safety.\n");
+    else
+        fprintf (out,
+            "#\n"
+            "#   Development: Kafka is librdkafka's in-process mock cluster (its address\n"
+            "#   is logged) and the shared mailbox is off until enabled below.\n");
+    bool complete = true;
+    if (prod)
+        s_print_section (out, "", 0, s_prod_values, sizeof s_prod_values / sizeof s_prod_values [0],
+                         &complete);
+    else
+        s_print_section (out, "", 0, s_dev_values, sizeof s_dev_values / sizeof s_dev_values [0],
+                         &complete);
+    if (!complete)
+        fprintf (stderr, "msgxd: some keys have no operating advice in cmd/msgxd.c (s_advice)\n");
+    return 0;
 }
 
 //  Shutdown must finish within SHUTDOWN_LIMIT_S; a stuck thread must not
@@ -57,6 +467,7 @@ main (int argc, char **argv)
         { "config", required_argument, NULL, 'c' },
         { "check-config", no_argument, NULL, 'k' },
         { "config-reference", no_argument, NULL, 'r' },
+        { "config-sample", required_argument, NULL, 's' },
         { "version", no_argument, NULL, 'v' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 }
@@ -67,6 +478,11 @@ main (int argc, char **argv)
             case 'c': config_path = optarg; break;
             case 'k': check_only = true; break;
             case 'r': mx_config_print_reference (stdout); return 0;
+            case 's':
+                if (streq (optarg, "dev") || streq (optarg, "prod"))
+                    return s_print_sample (stdout, streq (optarg, "prod"));
+                fprintf (stderr, "msgxd: --config-sample takes dev or prod, not '%s'\n", optarg);
+                return 2;
             case 'v': printf ("msgxd 0.1.0\n"); return 0;
             case 'h': s_usage (stdout); return 0;
             default:  s_usage (stderr); return 2;

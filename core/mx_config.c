@@ -1298,6 +1298,10 @@ mx_config_validate (const mx_config_t *self, zlist_t *errors)
         if (*self->mailbox_shared_mysql_host == '\0' && *self->mailbox_shared_mysql_socket == '\0')
             s_problem (self, problems, S_IDX (mailbox_shared_mysql_host),
                        "host or mailbox.shared-mysql.socket must be set when the mailbox is enabled");
+        //  MariaDB would fall back to the OS user's name: never what prod means.
+        if (prod && *self->mailbox_shared_mysql_user == '\0')
+            s_problem (self, problems, S_IDX (mailbox_shared_mysql_user),
+                       "must be set in prod when mailbox.shared-mysql.enabled = true");
     }
     if (*self->mailbox_processed_value == '\0')
         s_problem (self, problems, S_IDX (mailbox_processed_value), "must not be empty");

@@ -1,115 +1,516 @@
-#   msgxd configuration - production sample
+#   msgxd configuration: production sample
 #
-#   Run: msgxd --config /etc/msgx/msgxd.zpl
-#   Replace every placeholder (example.internal, CHANGE-ME) before use.
-#   Keep this file mode 0600: it holds the mailbox password. Secrets may
-#   instead come from the environment (MAILBOX_SHARED_MYSQL_PASSWORD) and
-#   PostgreSQL passwords from ~/.pgpass (PGPASSFILE).
-#   Format: ZPL (czmq zconfig). Sections nest by 4 spaces; the same key may
-#   also be written flat (msgx.pipeline.claim-batch = 50) or as a path
-#   (msgx/pipeline/claim-batch = 50). Quote values that contain '#'.
-#   Write an empty value as "" when a comment follows it on the line.
-#   Environment overrides: upper-case, dots and dashes as '_'.
-#   prod refuses: stubs, an empty msgx.kafka.bootstrap-servers (the mock
-#   cluster is dev only), weakened Kafka producer safety.
+#   Generated from core/mx_config.def by `msgxd --config-sample prod`; do not
+#   edit by hand (cmake --build BUILD --target update-docs refreshes it).
+#   Copy it to /etc/msgxd/msgxd.zpl and change what your site needs.
+#
+#   Format: ZPL (czmq zconfig), sections nested by 4 spaces. A key may also
+#   be written flat (msgx.pipeline.claim-batch = 50). Quote values holding
+#   blanks or '#'; write an empty value as "". Unknown keys are refused.
+#   Precedence: defaults < this file < environment (the key upper-cased,
+#   dots and dashes as '_': MSGX_PIPELINE_CLAIM_BATCH=100).
+#   Check before starting: msgxd --config FILE --check-config (exit 78 and
+#   one line per problem when something is wrong).
+#
+#   Replace every example.internal placeholder. Secrets never go in this
+#   file: MAILBOX_SHARED_MYSQL_PASSWORD belongs in /etc/msgxd/msgxd.env
+#   (mode 0600, read by the systemd unit), the PostgreSQL password in
+#   /etc/msgxd/pgpass (PGPASSFILE). prod refuses stubs, an empty Kafka
+#   broker list and any weakened producer safety.
 
 msgx
+    #   dev or prod; prod refuses stubs and the embedded Kafka mock cluster.
+    #   Text; default dev; environment MSGX_PROFILE.
+    #   prod on every production and staging host; dev only on a workstation.
+    #   This sample: refuses stubs and the mock cluster.
     profile = prod
-    stubs = false                           # refused in prod
+
+    #   in-memory stand-ins for external systems; dev only, refused in prod.
+    #   True or false; default false; environment MSGX_STUBS.
+    #   Leave false. Only for development without servers.
+    stubs = false
+
     log
-        level = info                        # debug, info, warn, error
+        #   lowest log level written: debug, info, warn or error.
+        #   Text; default info; environment MSGX_LOG_LEVEL.
+        #   info in service; debug for a short while to follow one problem
+        #   (several lines per message).
+        level = info
 
     pg
-        conninfo = "host=pg.example.internal port=5432 dbname=msgx user=msgx sslmode=require connect_timeout=10 keepalives=1"
+        #   libpq conninfo of msgexchange's own database.
+        #   Text; default host=127.0.0.1 dbname=msgx; environment
+        #   MSGX_PG_CONNINFO.
+        #   msgexchange's own database, never the mailbox. Keep the password out
+        #   of this file: put it in a pgpass file (the systemd unit sets
+        #   PGPASSFILE=/etc/msgxd/pgpass) or give the whole value in
+        #   MSGX_PG_CONNINFO. msgxd adds connect_timeout=5 and TCP keepalives
+        #   unless set here.
+        #   This sample: placeholder host; the password in /etc/msgxd/pgpass.
+        conninfo = "host=pg.example.internal port=5432 dbname=msgx user=msgx sslmode=require"
+
+        #   PostgreSQL statement_timeout for every session.
+        #   Duration (500ms, 30s, 10m, 2h, 30d); default 30s; environment
+        #   MSGX_PG_STATEMENT_TIMEOUT.
+        #   Raise only if a legitimate statement (history sweep, archive) is
+        #   cancelled with 'statement timeout' in the log; a hung database must
+        #   still end as a counted failure.
         statement-timeout = 30s
+
     instance
-        lock-key = 0x6d7367786c6f636b       # the same on every instance of one database
-        standby-retry = 1s                  # a standby takes over within about this
+        #   PostgreSQL advisory lock key held by the active instance.
+        #   Integer; default 0x6d7367786c6f636b; environment
+        #   MSGX_INSTANCE_LOCK_KEY.
+        #   Same value on the active and the standby of one database. Change it
+        #   only if another application uses this advisory lock key, and then on
+        #   every instance at once.
+        lock-key = 0x6d7367786c6f636b
+
+        #   how often a standby instance retries taking the lock.
+        #   Duration (500ms, 30s, 10m, 2h, 30d); default 1s; environment
+        #   MSGX_INSTANCE_STANDBY_RETRY.
+        #   How often an instance that cannot reach PostgreSQL or the lock tries
+        #   again; failover takes about this long once the active instance's
+        #   session is gone.
+        standby-retry = 1s
 
     pipeline
-        autostart = true                    # false: start paused until msgxctl resume
+        #   false: ingress and pump start paused until msgxctl resume.
+        #   True or false; default false; environment MSGX_PIPELINE_AUTOSTART.
+        #   false keeps ingress and pump paused after every start until msgxctl
+        #   resume: use it for the first start and for a cutover. true in normal
+        #   service, so a restart or a standby takeover resumes by itself.
+        #   This sample: a restart or takeover resumes by itself.
+        autostart = true
+
+        #   mailbox poll period (polls again at once while a batch was full).
+        #   Duration (500ms, 30s, 10m, 2h, 30d); default 1s; environment
+        #   MSGX_PIPELINE_POLL_INTERVAL.
+        #   Lower (e.g. 200ms) when latency matters and the mailbox server has
+        #   headroom; raise to spare it. A full batch polls again at once, so it
+        #   does not limit catch-up speed.
         poll-interval = 1s
+
+        #   mailbox rows read per poll.
+        #   Integer; default 50; environment MSGX_PIPELINE_CLAIM_BATCH.
+        #   Raise (200 to 1000) to catch up a large backlog faster.
         claim-batch = 50
+
+        #   processing attempts before DEAD(EXHAUSTED).
+        #   Integer; default 5; environment MSGX_PIPELINE_MAX_ATTEMPTS.
+        #   With backoff-ms it bounds how long one failing message holds the
+        #   FIFO (every message behind it waits). Raise it when dependency
+        #   outages are longer than the backoff covers; DEAD(EXHAUSTED) messages
+        #   can be replayed.
         max-attempts = 5
+
+        #   retry delays after attempt 1, 2, ...; the last one repeats.
+        #   Comma-separated durations; default 1000,2000,4000,8000,16000;
+        #   environment MSGX_PIPELINE_BACKOFF_MS.
+        #   Defaults give about 31 s from the first failure to DEAD(EXHAUSTED).
         backoff-ms = 1000,2000,4000,8000,16000
+
+        #   upper bound of any retry delay.
+        #   Duration (500ms, 30s, 10m, 2h, 30d; a bare number is ms); default
+        #   60000; environment MSGX_PIPELINE_BACKOFF_CAP_MS.
+        #   Only matters when backoff-ms holds longer delays; rarely changed.
         backoff-cap-ms = 60000
+
+        #   a FAILED head older than this since its first processing becomes
+        #   DEAD(EXHAUSTED).
+        #   Duration (500ms, 30s, 10m, 2h, 30d); default 10m; environment
+        #   MSGX_PIPELINE_HEAD_DEADLINE.
+        #   Longest time one message may hold the FIFO head, whatever attempts
+        #   remain. Lower it when a blocked FIFO costs more than a replay; raise
+        #   it for long planned outages.
         head-deadline = 10m
-        max-commit-delay = 5m               # hole release age; agree it with the mailbox owner
-        overdue-backfill = 30d              # R; floor 1d; never lower it for speed
+
+        #   age after which a hole in the mailbox IDs is released.
+        #   Duration (500ms, 30s, 10m, 2h, 30d); default 5m; environment
+        #   MSGX_PIPELINE_MAX_COMMIT_DELAY.
+        #   Must exceed the mailbox's longest delay between allocating an ID and
+        #   committing its row: agree it with the mailbox owner. A row committed
+        #   after its hole was released is only detected (late-detect-period),
+        #   never processed. Never lower it for speed.
+        max-commit-delay = 5m
+
+        #   R: a processed mark still owed this long after receipt is forced
+        #   (floor 1d).
+        #   Duration (500ms, 30s, 10m, 2h, 30d); default 30d; environment
+        #   MSGX_PIPELINE_OVERDUE_BACKFILL.
+        #   Keep it below the mailbox owner's retention of processed rows. Never
+        #   lower it for speed.
+        overdue-backfill = 30d
+
+        #   backfill sweep period.
+        #   Duration (500ms, 30s, 10m, 2h, 30d); default 30s; environment
+        #   MSGX_PIPELINE_BACKFILL_PERIOD.
+        #   Marks are first tried at once; the sweep only catches up after
+        #   mailbox failures.
         backfill-period = 30s
+
+        #   rows per backfill sweep.
+        #   Integer; default 100; environment MSGX_PIPELINE_BACKFILL_BATCH.
+        #   Raise to catch up faster after a long mailbox outage.
         backfill-batch = 100
+
+        #   backfill attempts before a mark is abandoned (EXHAUSTED).
+        #   Integer; default 20; environment
+        #   MSGX_PIPELINE_BACKFILL_MAX_ATTEMPTS.
+        #   With the default backoff 20 attempts cover about 4 hours of mailbox
+        #   trouble; abandoned marks show in msgx_pipeline_backfill_abandoned
+        #   and need msgxctl backfill recover.
         backfill-max-attempts = 20
+
+        #   first backfill retry delay; doubles per attempt.
+        #   Duration (500ms, 30s, 10m, 2h, 30d); default 30s; environment
+        #   MSGX_PIPELINE_BACKFILL_BACKOFF.
+        #   Rarely changed.
         backfill-backoff = 30s
+
+        #   upper bound of the backfill retry delay.
+        #   Duration (500ms, 30s, 10m, 2h, 30d); default 15m; environment
+        #   MSGX_PIPELINE_BACKFILL_BACKOFF_CAP.
+        #   Rarely changed; must not be below backfill-backoff.
         backfill-backoff-cap = 15m
+
+        #   KAFKA:msg events per delivery batch.
+        #   Integer; default 100; environment MSGX_PIPELINE_DELIVERY_BATCH.
+        #   Raise for throughput when the brokers are far away.
         delivery-batch = 100
+
+        #   delivery batches per wake-up.
+        #   Integer; default 10; environment
+        #   MSGX_PIPELINE_DELIVERY_DRAIN_ROUNDS.
+        #   Raise together with delivery-batch to drain a large outbox faster.
         delivery-drain-rounds = 10
-        process-batch = 500                 # messages applied in one transaction, a savepoint each
-        cutover-watermark = ""              # set once for the first start (min, zero, max, ID)
-        late-detect-period = 5m             # watch released holes for late commits
+
+        #   consecutive ready messages applied in one PostgreSQL transaction,
+        #   each in its own savepoint (1 = one at a time).
+        #   Integer; default 500; environment MSGX_PIPELINE_PROCESS_BATCH.
+        #   Lower (e.g. 50) if long transactions hurt other users of the
+        #   database; 1 to rule batching out while diagnosing. At most 10000.
+        process-batch = 500
+
+        #   one-time seeding of a fresh instance: empty (none), min, zero, max
+        #   or a mailbox ID.
+        #   Text; default empty; environment MSGX_PIPELINE_CUTOVER_WATERMARK.
+        #   Set it only for the first start of a fresh instance, then empty it
+        #   again: min = every row now in the mailbox, zero = from ID 1 with the
+        #   hole rules, max = only rows arriving from now on, an ID = rows above
+        #   it. Refused once the instance has processed anything; msgxctl
+        #   cutover does the same at run time.
+        cutover-watermark = ""
+
+        #   late-arrival check of released holes; 0 = off.
+        #   Duration (500ms, 30s, 10m, 2h, 30d); default 0; environment
+        #   MSGX_PIPELINE_LATE_DETECT_PERIOD.
+        #   5m in production: a hit means the mailbox committed a row after its
+        #   hole was released (raise max-commit-delay and talk to the mailbox
+        #   owner).
+        #   This sample: watch released holes.
+        late-detect-period = 5m
+
+        #   released holes re-checked per late-arrival round.
+        #   Integer; default 100; environment MSGX_PIPELINE_LATE_DETECT_BATCH.
+        #   Rarely changed.
         late-detect-batch = 100
+
+        #   message TYPEs that end as SKIPPED(ignored:TYPE).
+        #   Comma-separated words; default LDM,REGN,RSTA,EROR; environment
+        #   MSGX_PIPELINE_IGNORE_TYPES.
+        #   Change only with the integration team: a listed type never reaches
+        #   Kafka.
         ignore-types = LDM,REGN,RSTA,EROR
 
     operation-day
+        #   airport time zone (a name under /usr/share/zoneinfo).
+        #   Text; default Asia/Shanghai; environment MSGX_OPERATION_DAY_ZONE.
+        #   The airport's zone. Set it before the first message; changing it
+        #   later moves flights between operation days.
         zone = Asia/Shanghai
+
+        #   local hour (0..23) at which the operation day starts.
+        #   Integer, hour of the day; default 0; environment
+        #   MSGX_OPERATION_DAY_CUTOFF_HOUR.
+        #   The AODB's own operation-day convention; set it before the first
+        #   message.
         cutoff-hour = 0
+
     identity
-        include-day-boundary = false        # never change once in service
+        #   append the local DTTM date to the business identity; never change in
+        #   service.
+        #   True or false; default false; environment
+        #   MSGX_IDENTITY_INCLUDE_DAY_BOUNDARY.
+        #   Part of the deduplication identity: decide before the first message.
+        #   Changing it in service lets duplicates through or skips messages.
+        include-day-boundary = false
+
     codec
+        #   larger raw messages are MALFORMED.
+        #   Integer, bytes; default 16777216; environment
+        #   MSGX_CODEC_MAX_MESSAGE_BYTES.
+        #   Raise only if legitimate schedule snapshots are larger.
         max-message-bytes = 16777216
+
     schd
+        #   KAFKA:schd aggregation period.
+        #   Duration (500ms, 30s, 10m, 2h, 30d); default 3s; environment
+        #   MSGX_SCHD_FLUSH_PERIOD.
+        #   Lower for fresher state on the latest-state topic at the cost of
+        #   more Kafka traffic.
         flush-period = 3s
+
+        #   flights per KAFKA:schd flush.
+        #   Integer; default 500; environment MSGX_SCHD_FLUSH_LIMIT.
+        #   Raise if the latest-state topic falls behind after a large schedule
+        #   download.
         flush-limit = 500
+
     health
+        #   lifetime of the backlog snapshot shared by /health and /metrics; 0 =
+        #   no cache.
+        #   Duration (500ms, 30s, 10m, 2h, 30d; a bare number is ms); default
+        #   30000; environment MSGX_HEALTH_BACKLOG_CACHE_TTL_MS.
+        #   The backlog is one aggregate query over proc_state; the cache keeps
+        #   frequent scrapes off the database. 0 only while diagnosing.
         backlog-cache-ttl-ms = 30000
 
     history
+        #   false: the history sweep deletes nothing.
+        #   True or false; default false; environment
+        #   MSGX_HISTORY_HISTORY_STORE_ENABLED.
+        #   true in production so old flights move to the history tables; false
+        #   keeps every flight live.
+        #   This sample: daily move of old flights.
         history-store-enabled = true
+
+        #   local time (HH:MM) after which the daily history sweep runs.
+        #   Local time HH:MM in the airport zone, or empty; default 03:30;
+        #   environment MSGX_HISTORY_RUN_AT.
+        #   A quiet hour at the airport.
         run-at = 03:30
+
+        #   flights whose operation day is older than this may move to history.
+        #   Integer, days; default 7; environment MSGX_HISTORY_RETENTION_DAYS.
+        #   Raise if readers of msgexchange's database need older flights live.
         retention-days = 7
+
+        #   days without change before a flight never deleted may move to
+        #   history.
+        #   Integer, days; default 2; environment MSGX_HISTORY_QUIET_DAYS.
+        #   Rarely changed.
         quiet-days = 2
+
+        #   schd_snap_log rows older than this are deleted.
+        #   Integer, days; default 90; environment
+        #   MSGX_HISTORY_SNAP_LOG_RETENTION_DAYS.
+        #   Lower only to save space.
         snap-log-retention-days = 90
+
     archive
+        #   terminal proc_state rows older than this with a settled mark move to
+        #   proc_state_hst.
+        #   Integer, days; default 30; environment MSGX_ARCHIVE_AFTER_DAYS.
+        #   A message can only be replayed while its row is live: raise it if
+        #   operators replay older messages.
         after-days = 30
-    shadow = false                          # true on a shadow instance: no mailbox writes
+
+    #   true: never write to any shared mailbox table.
+    #   True or false; default false; environment MSGX_SHADOW.
+    #   true on a shadow instance that reads the production mailbox beside the
+    #   live system: it writes no mark, no compat row and no request.
+    shadow = false
 
     requests
+        #   an open request without answer expires after this.
+        #   Duration (500ms, 30s, 10m, 2h, 30d); default 10m; environment
+        #   MSGX_REQUESTS_TIMEOUT.
+        #   Match the upstream's usual answer time for schedule and reference
+        #   requests.
         timeout = 10m
-        daily-schedule-at = 02:00           # daily RQFD; empty = off
+
+        #   local time (HH:MM) of a daily RQFD; empty = off.
+        #   Local time HH:MM in the airport zone, or empty; default empty;
+        #   environment MSGX_REQUESTS_DAILY_SCHEDULE_AT.
+        #   A daily schedule request (RQFD) that resynchronises the schedule;
+        #   set it once agreed with the AODB team.
+        daily-schedule-at = ""
 
     kafka
+        #   Kafka brokers host:port,...; empty = embedded mock cluster (dev
+        #   only).
+        #   Text; default empty; environment MSGX_KAFKA_BOOTSTRAP_SERVERS.
+        #   Two or three brokers of the cluster. Empty is refused in prod; in
+        #   dev it starts the in-process mock cluster.
+        #   This sample: placeholder brokers.
         bootstrap-servers = kafka-1.example.internal:9092,kafka-2.example.internal:9092,kafka-3.example.internal:9092
+
         topic
+            #   topic of KAFKA:msg events.
+            #   Text; default msgx.flight.events; environment
+            #   MSGX_KAFKA_TOPIC_MSG.
+            #   Change only together with the consumers; create the topic first
+            #   when auto-creation is off.
             msg = msgx.flight.events
-            schd = msgx.flight.state        # create it log-compacted
-        acks = all                          # must stay all
-        enable-idempotence = true           # must stay true
-        max-in-flight = 5                   # 1..5
+
+            #   topic of KAFKA:schd latest states (log-compacted).
+            #   Text; default msgx.flight.state; environment
+            #   MSGX_KAFKA_TOPIC_SCHD.
+            #   Create it with cleanup.policy=compact; change only together with
+            #   the consumers.
+            schd = msgx.flight.state
+
+        #   producer acks; must be all (or -1).
+        #   Text; default all; environment MSGX_KAFKA_ACKS.
+        #   Not tunable: anything but all is refused.
+        acks = all
+
+        #   idempotent producer; must be true.
+        #   True or false; default true; environment
+        #   MSGX_KAFKA_ENABLE_IDEMPOTENCE.
+        #   Not tunable: false is refused.
+        enable-idempotence = true
+
+        #   max.in.flight.requests.per.connection; 1..5.
+        #   Integer; default 5; environment MSGX_KAFKA_MAX_IN_FLIGHT.
+        #   5 is fastest; idempotence keeps the order. Above 5 is refused.
+        max-in-flight = 5
+
+        #   producer linger.ms.
+        #   Duration (500ms, 30s, 10m, 2h, 30d; a bare number is ms); default 5;
+        #   environment MSGX_KAFKA_LINGER_MS.
+        #   Raise (10 to 50) for throughput over a slow link; 0 for the lowest
+        #   latency.
         linger-ms = 5
+
+        #   producer delivery.timeout.ms: a report arrives within this.
+        #   Duration (500ms, 30s, 10m, 2h, 30d); default 30s; environment
+        #   MSGX_KAFKA_DELIVERY_TIMEOUT.
+        #   Raise if broker fail-overs (leader elections) take longer.
         delivery-timeout = 30s
+
     delivery
-        max-attempts = 10                   # then the event stays DEAD (dead-letter record)
-        backoff = 1s,5s,30s,1m              # delivery retry delays; the last repeats
+        #   delivery attempts of an event before it stays DEAD as the
+        #   dead-letter record.
+        #   Integer; default 10; environment MSGX_DELIVERY_MAX_ATTEMPTS.
+        #   With delivery.backoff it decides how long a Kafka outage may last
+        #   before events become DEAD (defaults: about 7 minutes); raise both
+        #   where outages last longer.
+        max-attempts = 10
+
+        #   delivery retry delays after attempt 1, 2, ...; the last one repeats.
+        #   Comma-separated durations; default 1s,5s,30s,1m; environment
+        #   MSGX_DELIVERY_BACKOFF.
+        #   Lengthen the last delay to ride out long outages without many
+        #   attempts.
+        backoff = 1s,5s,30s,1m
 
     http
-        bind = 0.0.0.0:8080                 # compat entry, /health, /metrics
+        #   host:port of the compat entry, /health and /metrics.
+        #   Text; default 127.0.0.1:8080; environment MSGX_HTTP_BIND.
+        #   An address the AODB (compat entry) and Prometheus reach. There is no
+        #   authentication: bind to an internal interface and firewall the port.
+        #   This sample: reachable by the AODB and Prometheus; firewall it.
+        bind = 0.0.0.0:8080
+
+        #   larger POST bodies are refused with 413.
+        #   Integer, bytes; default 16777216; environment
+        #   MSGX_HTTP_MAX_BODY_BYTES.
+        #   Keep it at or above codec.max-message-bytes.
         max-body-bytes = 16777216
+
     admin
-        endpoint = ipc:///run/msgx/admin.sock    # mode 0600; msgxctl --endpoint
+        #   msgxctl endpoint, ipc:// (mode 0600) or tcp://.
+        #   Text; default ipc://msgx-admin.sock; environment
+        #   MSGX_ADMIN_ENDPOINT.
+        #   An ipc:// path is mode 0600 (only the msgx user and root connect);
+        #   under systemd ipc:///run/msgxd/admin.sock. tcp:// has no
+        #   authentication.
+        #   This sample: the unit's RuntimeDirectory.
+        endpoint = ipc:///run/msgxd/admin.sock
 
 mailbox
     shared-mysql
+        #   false: ingress, backfill, compat entry and COUTMSGS are off.
+        #   True or false; default false; environment
+        #   MAILBOX_SHARED_MYSQL_ENABLED.
+        #   true in production; false turns ingress, backfill, the compat entry
+        #   and requests off.
+        #   This sample: the real mailbox.
         enabled = true
+
+        #   mailbox server host.
+        #   Text; default 127.0.0.1; environment MAILBOX_SHARED_MYSQL_HOST.
+        #   The AODB's MySQL or MariaDB server.
+        #   This sample: placeholder host.
         host = aodb-mysql.example.internal
+
+        #   mailbox server port.
+        #   Integer; default 3306; environment MAILBOX_SHARED_MYSQL_PORT.
+        #   The server's port.
         port = 3306
+
+        #   mailbox user.
+        #   Text; default empty; environment MAILBOX_SHARED_MYSQL_USER.
+        #   An account allowed to read CMINMSGS, update its processed mark and
+        #   insert into COUTMSGS.
+        #   This sample: placeholder account.
         user = msgx
-        password = "CHANGE-ME"
+
+        #   mailbox password (shown as *** in dumps).
+        #   Text; default empty; environment MAILBOX_SHARED_MYSQL_PASSWORD.
+        #   Keep it out of this file: set MAILBOX_SHARED_MYSQL_PASSWORD in the
+        #   service's environment file (mode 0600).
+        password = ""
+
+        #   mailbox database.
+        #   Text; default aodbinterface; environment
+        #   MAILBOX_SHARED_MYSQL_DATABASE.
+        #   The schema that holds CMINMSGS and COUTMSGS.
         database = aodbinterface
+
+        #   Unix socket path; used instead of host:port when set.
+        #   Text; default empty; environment MAILBOX_SHARED_MYSQL_SOCKET.
+        #   Only when the mailbox server runs on this host.
         socket = ""
+
+        #   connect timeout (whole seconds, at least 1s).
+        #   Duration (500ms, 30s, 10m, 2h, 30d); default 5s; environment
+        #   MAILBOX_SHARED_MYSQL_CONNECT_TIMEOUT.
+        #   Rarely changed.
         connect-timeout = 5s
+
+        #   read timeout (whole seconds, at least 1s).
+        #   Duration (500ms, 30s, 10m, 2h, 30d); default 30s; environment
+        #   MAILBOX_SHARED_MYSQL_READ_TIMEOUT.
+        #   Raise only if large mailbox reads time out on a slow link.
         read-timeout = 30s
+
+        #   write timeout (whole seconds, at least 1s).
+        #   Duration (500ms, 30s, 10m, 2h, 30d); default 30s; environment
+        #   MAILBOX_SHARED_MYSQL_WRITE_TIMEOUT.
+        #   Rarely changed.
         write-timeout = 30s
-        time-zone = +08:00                  # session time zone of the mailbox DATETIME columns
-    processed-value = PROCESSED             # a value the mailbox owner accepts
+
+        #   session time zone of the mailbox's DATETIME columns, as a MariaDB
+        #   offset like +08:00.
+        #   Text; default +08:00; environment MAILBOX_SHARED_MYSQL_TIME_ZONE.
+        #   The offset in which the AODB writes its DATETIME columns.
+        time-zone = +08:00
+
+    #   processed mark written back into CMINMSGS.
+    #   Text; default PROCESSED; environment MAILBOX_PROCESSED_VALUE.
+    #   Agree it with the mailbox owner.
+    processed-value = PROCESSED
+
     outbound
+        #   COUTMSGS ROUTINGID of schedule requests (RQFD).
+        #   Text; default MSGXRQFD; environment MAILBOX_OUTBOUND_ROUTING_RQFD.
+        #   Agree it with the AODB team.
         routing-rqfd = MSGXRQFD
+
+        #   COUTMSGS ROUTINGID of reference requests (RQRD).
+        #   Text; default MSGXRQRD; environment MAILBOX_OUTBOUND_ROUTING_RQRD.
+        #   Agree it with the AODB team.
         routing-rqrd = MSGXRQRD

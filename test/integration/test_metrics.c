@@ -232,12 +232,13 @@ s_seed (fixture_t *fx)
         " (2, 'DEAD', '2024-03-01 11:50:00+00', NULL, '2024-03-01 11:51:00+00', 'MISSING')");
     mx_testpg_exec (fx->conn,
         "INSERT INTO released_hole (id_from, id_to, released_at) VALUES (6, 6, now())");
+    //  The oldest undelivered KAFKA:msg event was written 90 s before now.
     mx_testpg_exec (fx->conn,
-        "INSERT INTO msg_event (target, partition_key, event_type, flid, state_version, state) VALUES"
-        " ('KAFKA:msg', 'k', 'UPSERT', 1, 1, 'PENDING'),"
-        " ('KAFKA:msg', 'k', 'UPSERT', 1, 2, 'PENDING'),"
-        " ('KAFKA:msg', 'k', 'UPSERT', 1, 3, 'SENT'),"
-        " ('KAFKA:schd', 'k', 'UPSERT', 1, 1, 'DEAD')");
+        "INSERT INTO msg_event (target, partition_key, event_type, flid, state_version, state, created_at) VALUES"
+        " ('KAFKA:msg', 'k', 'UPSERT', 1, 1, 'PENDING', '2024-03-01 11:58:30+00'),"
+        " ('KAFKA:msg', 'k', 'UPSERT', 1, 2, 'PENDING', '2024-03-01 11:59:50+00'),"
+        " ('KAFKA:msg', 'k', 'UPSERT', 1, 3, 'SENT', '2024-03-01 11:00:00+00'),"
+        " ('KAFKA:schd', 'k', 'UPSERT', 1, 1, 'DEAD', '2024-03-01 11:00:00+00')");
     //  The highest mailbox ID is 9: the watermark lags by 4.
     mx_testmb_insert (fx->mb, 9, "<x/>", NOW_MS);
 }
@@ -263,6 +264,12 @@ test_values_match_the_database (void **state)
     s_expect_sample (body, "msgx_outbox_pending{target=\"KAFKA:schd\"}", "0");
     s_expect_sample (body, "msgx_outbox_dead{target=\"KAFKA:schd\"}", "1");
     s_expect_sample (body, "msgx_pipeline_hole_aged_out_total", "0");
+    s_expect_sample (body, "msgx_events_pending", "2");
+    s_expect_sample (body, "msgx_events_delivery_lag_seconds{target=\"KAFKA:msg\"}", "90");
+    s_expect_sample (body, "msgx_events_delivery_lag_seconds{target=\"KAFKA:schd\"}", "0");
+    //  An http actor nobody tells its role serves as active and running.
+    s_expect_sample (body, "msgx_instance_active", "1");
+    s_expect_sample (body, "msgx_pipeline_paused", "0");
     assert_non_null (strstr (body, "# TYPE msgx_pipeline_backlog_unfinished gauge\n"));
     assert_non_null (strstr (body, "# TYPE msgx_processing_seconds histogram\n"));
     free (reply.body);
@@ -347,6 +354,8 @@ test_postgresql_down (void **state)
     s_expect_sample (body, "msgx_pipeline_watermark_lag", "NaN");
     s_expect_sample (body, "msgx_outbox_pending{target=\"KAFKA:msg\"}", "NaN");
     s_expect_sample (body, "msgx_outbox_dead{target=\"KAFKA:schd\"}", "NaN");
+    s_expect_sample (body, "msgx_events_pending", "NaN");
+    s_expect_sample (body, "msgx_events_delivery_lag_seconds{target=\"KAFKA:msg\"}", "NaN");
     free (reply.body);
 
     s_get (fx, "/health", &reply);
@@ -405,6 +414,66 @@ test_metrics_actor_silent (void **state)
     free (reply.body);
 }
 
+//  Told it is a paused standby (as control tells it, before START), the
+//  http actor says so on /health with 503 and refuses the compat entry;
+//  told active and paused, /health is 200 and says paused.
+static void
+test_role_and_pause_as_told (void **state)
+{
+    fixture_t *fx = *state;
+    s_start (fx, true);
+    zactor_destroy (&fx->http);
+    char *detail = NULL, *error = NULL;
+    fx->http = mx_actor_start_service (mx_http_actor, &fx->http_args, "standby", true, 10000, &detail, &error);
+    if (!fx->http)
+        fail_msg ("http actor did not start: %s", error);
+    free (detail);
+    reply_t reply;
+    s_get (fx, "/health", &reply);
+    assert_int_equal (reply.status, 503);
+    json_t *health = json_loads (reply.body, 0, NULL);
+    assert_non_null (health);
+    assert_string_equal (json_string_value (json_object_get (health, "status")), "standby");
+    assert_string_equal (json_string_value (json_object_get (health, "role")), "standby");
+    assert_true (json_is_true (json_object_get (json_object_get (health, "pipeline"), "paused")));
+    json_decref (health);
+    free (reply.body);
+    s_get (fx, "/metrics", &reply);
+    s_expect_sample (reply.body, "msgx_instance_active", "0");
+    s_expect_sample (reply.body, "msgx_pipeline_paused", "1");
+    free (reply.body);
+
+    //  The compat entry: refused, nothing written.
+    int fd = socket (AF_INET, SOCK_STREAM, 0);
+    assert_true (fd >= 0);
+    struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons ((uint16_t) fx->port) };
+    addr.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+    assert_int_equal (connect (fd, (struct sockaddr *) &addr, sizeof addr), 0);
+    const char *post = "POST /cminmsgs/send HTTP/1.1\r\nHost: x\r\nContent-Type: application/xml\r\n"
+                       "Content-Length: 4\r\nConnection: close\r\n\r\n<x/>";
+    assert_int_equal (send (fd, post, strlen (post), MSG_NOSIGNAL), (ssize_t) strlen (post));
+    char answer [1024] = "";
+    size_t got = 0;
+    ssize_t n;
+    while (got < sizeof answer - 1 && (n = recv (fd, answer + got, sizeof answer - 1 - got, 0)) > 0)
+        got += (size_t) n;
+    close (fd);
+    assert_non_null (strstr (answer, "HTTP/1.1 503"));
+    assert_non_null (strstr (answer, "this instance is standby, not active"));
+    mx_testpg_expect (fx->conn, "SELECT count(*) FROM proc_state", "0");
+
+    //  Active but paused: healthy (a pause is the operator's choice).
+    mx_cmd_send (zactor_sock (fx->http), MX_CMD_ROLE, "active", 1);
+    s_get (fx, "/health", &reply);
+    assert_int_equal (reply.status, 200);
+    health = json_loads (reply.body, 0, NULL);
+    assert_string_equal (json_string_value (json_object_get (health, "status")), "ok");
+    assert_string_equal (json_string_value (json_object_get (health, "role")), "active");
+    assert_true (json_is_true (json_object_get (json_object_get (health, "pipeline"), "paused")));
+    json_decref (health);
+    free (reply.body);
+}
+
 int
 main (void)
 {
@@ -416,6 +485,7 @@ main (void)
         cmocka_unit_test_setup_teardown (test_postgresql_down, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_cache_ttl, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_metrics_actor_silent, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_role_and_pause_as_told, s_setup, s_teardown),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

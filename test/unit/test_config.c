@@ -508,6 +508,15 @@ test_prod_rules (void **state)
     assert_string_equal (config->profile, "prod");
     mx_config_destroy (&config);
 
+    //  An enabled mailbox in prod names its user; dev may lean on defaults.
+    const char *nouser [] = { "MSGX_PROFILE=prod", "MSGX_KAFKA_BOOTSTRAP_SERVERS=k1:9092",
+                              "MAILBOX_SHARED_MYSQL_ENABLED=true", NULL };
+    config = mx_config_load (NULL, s_envp (nouser), &errors, NULL);
+    assert_null (config);
+    assert_int_equal (zlist_size (errors), 1);
+    assert_true (s_has (errors, "mailbox.shared-mysql.user", "must be set in prod", NULL));
+    zlist_destroy (&errors);
+
     //  dev may run without brokers (embedded mock cluster).
     const char *dev [] = { "MSGX_STUBS=true", NULL };
     config = mx_config_load (NULL, s_envp (dev), &errors, NULL);
