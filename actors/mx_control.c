@@ -837,14 +837,17 @@ s_handle_admin (s_control_t *self)
         s_admin_dead (self, &identity, args);
     else
     if (admin == MX_ADMIN_REPLAY || admin == MX_ADMIN_CUTOVER || admin == MX_ADMIN_BACKFILL_RECOVER
-    ||  admin == MX_ADMIN_REQUEST) {
+    ||  admin == MX_ADMIN_REQUEST || admin == MX_ADMIN_REPLAY_EVENTS) {
         const char *owner = admin == MX_ADMIN_REPLAY ? "pump"
                           : admin == MX_ADMIN_CUTOVER ? "ingress"
-                          : admin == MX_ADMIN_BACKFILL_RECOVER ? "backfill" : "requests";
+                          : admin == MX_ADMIN_BACKFILL_RECOVER ? "backfill"
+                          : admin == MX_ADMIN_REPLAY_EVENTS ? "dispatcher" : "requests";
         s_child_t *child = s_child (self, owner);
         if (!child) {
+            //  The dispatcher runs whether or not the mailbox is enabled.
+            bool mailbox_off = admin != MX_ADMIN_REPLAY_EVENTS && !self->config->mailbox_shared_mysql_enabled;
             char *why = zsys_sprintf ("%s needs the %s actor, which is not running%s", verb, owner,
-                                      self->config->mailbox_shared_mysql_enabled ? "" : " (mailbox disabled)");
+                                      mailbox_off ? " (mailbox disabled)" : "");
             s_admin_reply (self, &identity, "ERR", why);
             free (why);
         }
@@ -967,6 +970,12 @@ s_handle_child (s_control_t *self, s_child_t *child)
         s_child_t *pump = s_child (self, "pump");
         if (pump && strcmp (child->args.name, "pump") != 0)
             mx_cmd_send (zactor_sock (pump->actor), MX_CMD_WAKE);
+        //  Dead events replayed are new work, as committed events are: the
+        //  schd-aggregator takes its share at its next flush (the
+        //  dispatcher has started a round itself).
+        s_child_t *aggregator = s_child (self, "schd-aggregator");
+        if (aggregator && strcmp (child->args.name, "dispatcher") == 0)
+            mx_cmd_send (zactor_sock (aggregator->actor), MX_CMD_EVENTS_COMMITTED);
         return;
     }
     if (cmd == MX_CMD_FATAL) {

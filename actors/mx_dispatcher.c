@@ -3,6 +3,9 @@
     One batch is out at a time. While it is out the actor keeps serving its
     pipe: a wake-up is remembered, $TERM drops the batch (its events stay
     PENDING and go again after a restart).
+
+    It also runs msgxctl replay --events (ADMIN replay-events): between
+    delivery rounds, so a replay never changes the outbox under a batch.
 */
 #include "mx_dispatcher.h"
 
@@ -12,6 +15,7 @@
 #include "mx_metrics.h"
 #include "mx_outbox.h"
 #include "mx_pg.h"
+#include "mx_procstate.h"
 #include "mx_producer.h"
 
 #define ACTOR "dispatcher"
@@ -51,6 +55,7 @@ typedef struct {
     int64_t rounds;             //  full batches in this wake-up
     bool woken;                 //  EVENTS_COMMITTED while the batch was out
     int64_t next_round;
+    zlist_t *admin_waiting;     //  ADMIN requests (zmsg_t) held while a batch is out
     mx_problem_t problem;
     mx_metrics_counter_t *sent_total;
     mx_metrics_counter_t *failed_total;
@@ -272,6 +277,147 @@ s_round (s_dispatcher_t *self)
         s_settle (self);
 }
 
+//  ---------------------------------------------------------------------
+//  Replay of dead letters (mx_outbox_replay_candidates says what goes)
+
+//  "event 7: not DEAD: state SENT; event 9: no such event" for the rows
+//  refused, NULL when none is.
+static char *
+s_refusals (json_t *rows)
+{
+    char *text = NULL;
+    size_t index;
+    json_t *row;
+    json_array_foreach (rows, index, row) {
+        const char *refused = json_string_value (json_object_get (row, "refused"));
+        if (!refused)
+            continue;
+        char *more = zsys_sprintf ("%s%sevent %" JSON_INTEGER_FORMAT ": %s", text ? text : "", text ? "; " : "",
+                                   json_integer_value (json_object_get (row, "event_id")), refused);
+        free (text);
+        text = more;
+    }
+    return text;
+}
+
+static void
+s_audit (s_dispatcher_t *self, const char *user, json_t *args, const char *result, const char *detail)
+{
+    char *target = json_dumps (args, JSON_COMPACT | JSON_SORT_KEYS);
+    char *error = NULL;
+    if (mx_audit_write (self->pg, "msgxctl", user, "replay-events", target, result, detail,
+                        mx_clock_now (self->clock), &error)) {
+        mx_warn (ACTOR, "cannot write the audit log: %s", error);
+        free (error);
+    }
+    free (target);
+}
+
+//  Returns the reply payload; *ok tells OK or ERR.
+static char *
+s_replay_events (s_dispatcher_t *self, json_t *args, bool *ok)
+{
+    *ok = false;
+    json_t *id_list = json_object_get (args, "ids");
+    bool all = json_is_true (json_object_get (args, "all"));
+    bool dry_run = json_is_true (json_object_get (args, "dry_run"));
+    bool yes = json_is_true (json_object_get (args, "yes"));
+    const char *user = json_string_value (json_object_get (args, "os_user"));
+    if (!!id_list == all)
+        return strdup ("replay --events needs exactly one of --ids N[,N...] or --all");
+    size_t count = json_array_size (id_list);
+    if (id_list && (!json_is_array (id_list) || count == 0))
+        return strdup ("replay --events --ids needs at least one event ID");
+    int64_t *ids = (int64_t *) calloc (count + 1, sizeof (int64_t));
+    assert (ids);
+    for (size_t i = 0; i < count; i++) {
+        json_t *item = json_array_get (id_list, i);
+        if (!json_is_integer (item) || json_integer_value (item) <= 0) {
+            free (ids);
+            return strdup ("event IDs must be positive integers");
+        }
+        ids [i] = json_integer_value (item);
+    }
+    if (!dry_run && !yes) {
+        free (ids);
+        return strdup ("replay --events sends dead events again: add --yes to act, or --dry-run to look first");
+    }
+    if (mx_actor_pg (&self->pg, self->config, ACTOR, &self->problem)) {
+        free (ids);
+        return strdup ("PostgreSQL unreachable");
+    }
+    char *error = NULL, *rows_text = NULL;
+    if (mx_outbox_replay_candidates (self->pg, ids, count, all, &rows_text, &error)) {
+        free (ids);
+        char *reply = zsys_sprintf ("cannot list the dead events: %s", error);
+        free (error);
+        return reply;
+    }
+    free (ids);
+    json_t *rows = json_loads (rows_text, 0, NULL);
+    free (rows_text);
+    assert (rows);
+    //  Ids asked for are all or nothing: the operator named them.
+    char *refusals = id_list ? s_refusals (rows) : NULL;
+    if (refusals) {
+        char *reply = zsys_sprintf ("nothing replayed: %s", refusals);
+        s_audit (self, user, args, "refused", refusals);
+        free (refusals);
+        json_decref (rows);
+        return reply;
+    }
+    int moved = 0;
+    if (dry_run)
+        s_audit (self, user, args, "dry-run", NULL);
+    else {
+        size_t index, heads = 0;
+        json_t *row;
+        int64_t *go = (int64_t *) calloc (json_array_size (rows) + 1, sizeof (int64_t));
+        assert (go);
+        json_array_foreach (rows, index, row)
+            if (!json_string_value (json_object_get (row, "refused")))
+                go [heads++] = json_integer_value (json_object_get (row, "event_id"));
+        int rc = mx_outbox_replay (self->pg, go, heads, user, mx_clock_now (self->clock), &moved, &error);
+        free (go);
+        if (rc) {
+            json_decref (rows);
+            char *reply = zsys_sprintf ("replay failed, nothing moved: %s", error);
+            free (error);
+            return reply;
+        }
+        mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:i,s:s}", "moved", moved, "os_user", user ? user : ""),
+                     "replay: %d dead event%s back to PENDING", moved, moved == 1 ? "" : "s");
+        //  Deliver at once; control wakes the schd-aggregator.
+        self->next_round = mx_clock_now (self->clock);
+        self->rounds = 0;
+    }
+    json_t *reply = json_pack ("{s:b,s:o,s:i}", "dry_run", dry_run, "rows", rows, "moved", moved);
+    char *text = json_dumps (reply, JSON_COMPACT);
+    json_decref (reply);
+    *ok = true;
+    return text;
+}
+
+static void
+s_handle_admin (s_dispatcher_t *self, zmsg_t **rest_p)
+{
+    zmsg_t *rest = *rest_p;
+    char *request = mx_cmd_pop_str (rest);
+    char *verb = mx_cmd_pop_str (rest);
+    char *args_text = mx_cmd_pop_str (rest);
+    mx_cmd_done (rest_p);
+    json_t *args = json_loads (args_text, 0, NULL);
+    bool ok = false;
+    char *payload = args && strcmp (verb, "replay-events") == 0 ? s_replay_events (self, args, &ok)
+                  : zsys_sprintf ("dispatcher does not handle '%s'", verb);
+    mx_cmd_send (self->pipe, MX_CMD_ADMIN_REPLY, strtoull (request, NULL, 10), ok ? "OK" : "ERR", payload);
+    free (payload);
+    json_decref (args);
+    free (request);
+    free (verb);
+    free (args_text);
+}
+
 static void
 s_handle_pipe (s_dispatcher_t *self)
 {
@@ -316,6 +462,14 @@ s_handle_pipe (s_dispatcher_t *self)
         case MX_CMD_PAUSE:
         case MX_CMD_RESUME:
             break;              //  pausing stops claiming messages, not delivering what they made
+        case MX_CMD_ADMIN:
+            if (self->batch) {
+                //  Answered once the batch out is settled.
+                zlist_append (self->admin_waiting, rest);
+                return;
+            }
+            s_handle_admin (self, &rest);
+            return;
         default:
             assert (!"dispatcher: unexpected command");
     }
@@ -336,6 +490,7 @@ mx_dispatcher_actor (zsock_t *pipe, void *args)
     self->clock = self->args->clock;
     self->next_round = INT64_MAX;
     self->batch_deadline = INT64_MAX;
+    self->admin_waiting = zlist_new ();
     if (mx_clock_endpoint (self->clock))
         self->ticks = zsock_new_sub (mx_clock_endpoint (self->clock), "");
     zsock_signal (pipe, 0);
@@ -369,10 +524,21 @@ mx_dispatcher_actor (zsock_t *pipe, void *args)
         int64_t now = mx_clock_now (self->clock);
         if (self->batch && now >= self->batch_deadline)
             s_overdue (self);
-        else
+        //  Between rounds: the requests held while the batch was out.
+        while (!self->batch && zlist_size (self->admin_waiting) > 0) {
+            zmsg_t *request = (zmsg_t *) zlist_pop (self->admin_waiting);
+            s_handle_admin (self, &request);
+        }
+        now = mx_clock_now (self->clock);
         if (!self->batch && self->started && now >= self->next_round)
             s_round (self);
     }
+    //  Requests still held get no answer: their msgxctl times out.
+    while (zlist_size (self->admin_waiting) > 0) {
+        zmsg_t *request = (zmsg_t *) zlist_pop (self->admin_waiting);
+        zmsg_destroy (&request);
+    }
+    zlist_destroy (&self->admin_waiting);
     s_batch_free (self);
     mx_producer_destroy (&self->producer);
     mx_pg_disconnect (&self->pg);

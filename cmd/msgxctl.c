@@ -63,6 +63,9 @@ s_usage (FILE *out)
         "                             move FAILED/DEAD rows of class CODEC_ERROR, UNSUPPORTED, INFRA\n"
         "                             or EXHAUSTED back to PENDING (--dry-run lists them with their\n"
         "                             flights; --yes acts)\n"
+        "  replay --events --ids N[,N...] | --all  [--dry-run] [--yes]\n"
+        "                             send DEAD outbox events again (KAFKA:schd: the newest state\n"
+        "                             of each flight, carrying its older dead states)\n"
         "  cutover min|zero|max|ID    seed the watermark W on a fresh instance\n"
         "  dead list [--events] [--limit N]   DEAD messages, or DEAD outbox events\n"
         "  backfill recover --all | --id N [N...]   re-arm abandoned processed marks\n"
@@ -388,6 +391,39 @@ s_print_replay (json_t *reply)
         printf ("%" JSON_INTEGER_FORMAT " message(s) back to PENDING\n", json_integer_value (json_object_get (reply, "moved")));
 }
 
+static void
+s_print_replay_events (json_t *reply)
+{
+    bool dry_run = json_is_true (json_object_get (reply, "dry_run"));
+    json_t *rows = json_object_get (reply, "rows");
+    printf ("%-10s %-11s %-10s %-8s %-8s %s\n", "event_id", "target", "flid", "version", "attempts",
+            "last error / reason");
+    size_t index;
+    json_t *row;
+    json_array_foreach (rows, index, row) {
+        const char *refused = s_text (json_object_get (row, "refused"), NULL);
+        printf ("%-10" JSON_INTEGER_FORMAT " %-11s %-10" JSON_INTEGER_FORMAT " %-8" JSON_INTEGER_FORMAT
+                " %-8" JSON_INTEGER_FORMAT " ",
+                json_integer_value (json_object_get (row, "event_id")), s_text (json_object_get (row, "target"), "-"),
+                json_integer_value (json_object_get (row, "flid")),
+                json_integer_value (json_object_get (row, "state_version")),
+                json_integer_value (json_object_get (row, "attempts")));
+        json_int_t carries = json_integer_value (json_object_get (row, "carries"));
+        if (refused)
+            printf ("stays: %s\n", refused);
+        else
+        if (carries > 0)
+            printf ("%.50s (+%" JSON_INTEGER_FORMAT " older state%s of the flight)\n",
+                    s_text (json_object_get (row, "last_error"), "-"), carries, carries == 1 ? "" : "s");
+        else
+            printf ("%.70s\n", s_text (json_object_get (row, "last_error"), "-"));
+    }
+    if (dry_run)
+        printf ("dry run: nothing moved; add --yes to replay\n");
+    else
+        printf ("%" JSON_INTEGER_FORMAT " event(s) back to PENDING\n", json_integer_value (json_object_get (reply, "moved")));
+}
+
 //  ---------------------------------------------------------------------
 //  status --watch
 
@@ -644,6 +680,39 @@ s_watch (const char *endpoint, int timeout_ms, long interval_ms, const char *arg
     return code;
 }
 
+//  "7,9,12" appended to *ids (made when NULL); -1 with a message if any
+//  item is not a positive integer.
+static int
+s_parse_event_ids (const char *list, json_t **ids)
+{
+    if (!*ids)
+        *ids = json_array ();
+    char *copy = strdup (list);
+    int rc = 0;
+    char *saved = NULL;
+    size_t before = json_array_size (*ids);
+    for (char *item = strtok_r (copy, ",", &saved); item; item = strtok_r (NULL, ",", &saved)) {
+        char *end = NULL;
+        long long id = strtoll (item, &end, 10);
+        if (!*item || *end || id <= 0) {
+            fprintf (stderr, "msgxctl: replay --events: '%s' is not an event ID\n", item);
+            rc = -1;
+            break;
+        }
+        json_array_append_new (*ids, json_integer (id));
+    }
+    if (rc == 0 && json_array_size (*ids) == before) {
+        fprintf (stderr, "msgxctl: replay --events: --ids needs event IDs, e.g. --ids 7,9\n");
+        rc = -1;
+    }
+    free (copy);
+    if (rc) {
+        json_decref (*ids);
+        *ids = NULL;
+    }
+    return rc;
+}
+
 //  Verb arguments into the JSON object sent to the daemon.
 static int
 s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_out,
@@ -697,10 +766,21 @@ s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_
             }
         }
         else
-        if (admin == MX_ADMIN_REPLAY && strcmp (arg, "--dry-run") == 0)
+        if (admin == MX_ADMIN_REPLAY_EVENTS && strcmp (arg, "--events") == 0)
+            ;                           //  what chose the verb
+        else
+        if (admin == MX_ADMIN_REPLAY_EVENTS && strcmp (arg, "--ids") == 0 && i + 1 < argc) {
+            if (s_parse_event_ids (argv [++i], &ids))
+                return -1;
+        }
+        else
+        if (admin == MX_ADMIN_REPLAY_EVENTS && strcmp (arg, "--all") == 0)
+            json_object_set_new (args, "all", json_true ());
+        else
+        if ((admin == MX_ADMIN_REPLAY || admin == MX_ADMIN_REPLAY_EVENTS) && strcmp (arg, "--dry-run") == 0)
             json_object_set_new (args, "dry_run", json_true ());
         else
-        if (admin == MX_ADMIN_REPLAY && strcmp (arg, "--yes") == 0)
+        if ((admin == MX_ADMIN_REPLAY || admin == MX_ADMIN_REPLAY_EVENTS) && strcmp (arg, "--yes") == 0)
             json_object_set_new (args, "yes", json_true ());
         else
         if (admin == MX_ADMIN_CUTOVER && arg [0] != '-' && !json_object_get (args, "watermark"))
@@ -741,6 +821,10 @@ s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_
     }
     if (admin == MX_ADMIN_REPLAY && !!json_object_get (args, "class") == !!json_object_get (args, "ids")) {
         fprintf (stderr, "msgxctl: replay needs exactly one of --class C or --id N...\n");
+        return -1;
+    }
+    if (admin == MX_ADMIN_REPLAY_EVENTS && !!json_object_get (args, "all") == !!json_object_get (args, "ids")) {
+        fprintf (stderr, "msgxctl: replay --events needs exactly one of --ids N[,N...] or --all\n");
         return -1;
     }
     if (admin == MX_ADMIN_BACKFILL_RECOVER && !!json_object_get (args, "all") == !!json_object_get (args, "ids")) {
@@ -820,6 +904,11 @@ main (int argc, char **argv)
         if (strcmp (verb, "backfill") == 0)
             verb = "backfill-recover";
     }
+    //  "replay --events" is the outbox's replay, a verb of its own.
+    if (strcmp (verb, "replay") == 0)
+        for (int i = optind; i < argc; i++)
+            if (strcmp (argv [i], "--events") == 0)
+                verb = "replay-events";
     mx_admin_t admin = mx_admin_lookup (verb);
     if (admin == MX_ADMIN_UNKNOWN) {
         fprintf (stderr, "msgxctl: unknown command '%s'\n", verb);
@@ -871,6 +960,9 @@ main (int argc, char **argv)
         else
         if (admin == MX_ADMIN_REPLAY && !json_out)
             s_print_replay (payload);
+        else
+        if (admin == MX_ADMIN_REPLAY_EVENTS && !json_out)
+            s_print_replay_events (payload);
         else
         if (admin == MX_ADMIN_DEAD && !json_out)
             s_print_dead (payload);

@@ -9,6 +9,7 @@
 
 #include "mx_bulk.h"
 #include "mx_pg.h"
+#include "mx_procstate.h"
 
 //  A bigint ms parameter as timestamptz, and a timestamptz column as bigint
 //  ms (-1 for NULL).
@@ -275,4 +276,106 @@ mx_outbox_fail (PGconn *conn, const mx_outbox_failure_t *failures, size_t count,
         *done = rows;
     PQclear (res);
     return 0;
+}
+
+//  ---------------------------------------------------------------------
+//  Replay of dead letters
+
+int
+mx_outbox_replay_candidates (PGconn *conn, const int64_t *ids, size_t count, bool all, char **json,
+                             char **error)
+{
+    assert (conn && json && (ids || count == 0));
+    *json = NULL;
+    char *id_array = mx_bulk_int_array (ids, count);
+    const char *params [] = { id_array, all ? "true" : "false" };
+    PGresult *res = NULL;
+    //  Ids asked for that cannot go are listed with the reason, so a dry
+    //  run says exactly what would and would not move.
+    int rc = mx_pg_exec (conn,
+        "WITH asked AS (SELECT DISTINCT unnest ($1::bigint[]) AS event_id),"
+        " dead_schd AS (SELECT event_id, flid FROM msg_event"
+        "  WHERE target = '" MX_OUTBOX_TARGET_SCHD "' AND state = 'DEAD'),"
+        " newest AS (SELECT DISTINCT ON (flid) flid, event_id, state FROM msg_event"
+        "  WHERE target = '" MX_OUTBOX_TARGET_SCHD "' AND flid IN (SELECT flid FROM dead_schd"
+        "   WHERE $2::bool OR event_id IN (SELECT event_id FROM asked))"
+        "  ORDER BY flid, event_id DESC),"
+        " picked AS (SELECT e.*, n.event_id AS newest_id, n.state AS newest_state FROM msg_event e"
+        "  LEFT JOIN newest n ON e.target = '" MX_OUTBOX_TARGET_SCHD "' AND n.flid = e.flid"
+        "  WHERE e.event_id IN (SELECT event_id FROM asked)"
+        "  OR ($2::bool AND e.state = 'DEAD' AND (e.target <> '" MX_OUTBOX_TARGET_SCHD "'"
+        "      OR e.event_id = n.event_id OR (n.state <> 'DEAD' AND e.merged_into IS NULL))))"
+        " SELECT coalesce (json_agg (item ORDER BY (item->>'event_id')::bigint), '[]')::text FROM ("
+        "  SELECT json_build_object ('event_id', p.event_id, 'target', p.target, 'flid', p.flid,"
+        "   'state_version', p.state_version, 'event_type', p.event_type, 'msg_id', p.msg_id, 'state', p.state,"
+        "   'attempts', p.attempts, 'last_error', p.last_error,"
+        "   'carries', CASE WHEN p.state = 'DEAD' AND p.event_id = p.newest_id"
+        "    THEN (SELECT count(*) FROM dead_schd d WHERE d.flid = p.flid AND d.event_id < p.event_id) ELSE 0 END,"
+        "   'refused', CASE WHEN p.state <> 'DEAD' THEN 'not DEAD: state ' || p.state"
+        "    WHEN p.newest_id <> p.event_id AND p.newest_state = 'DEAD'"
+        "     THEN 'goes with event ' || p.newest_id || ', the newest state of FLID ' || p.flid"
+        "      || ': replay that one'"
+        "    WHEN p.newest_id <> p.event_id"
+        "     THEN 'superseded by event ' || p.newest_id || ' (' || p.newest_state || '), a later state of FLID '"
+        "      || p.flid || ': sending this one would move the flight back' END) AS item"
+        "  FROM picked p"
+        "  UNION ALL"
+        "  SELECT json_build_object ('event_id', a.event_id, 'refused', 'no such event') FROM asked a"
+        "  WHERE NOT EXISTS (SELECT 1 FROM msg_event e WHERE e.event_id = a.event_id)) candidates",
+        2, params, &res, error);
+    free (id_array);
+    if (rc)
+        return -1;
+    *json = strdup (PQgetvalue (res, 0, 0));
+    PQclear (res);
+    return 0;
+}
+
+int
+mx_outbox_replay (PGconn *conn, const int64_t *ids, size_t count, const char *os_user, int64_t now_ms,
+                  int *moved, char **error)
+{
+    assert (conn && moved && (ids || count == 0));
+    *moved = 0;
+    if (mx_pg_begin (conn, error))
+        return -1;
+    char *id_array = mx_bulk_int_array (ids, count);
+    const char *params [] = { id_array };
+    PGresult *res = NULL;
+    //  The head is locked and checked again (still DEAD, still the newest
+    //  state of its FLID) in the statement that re-arms it.
+    int rc = mx_pg_exec (conn,
+        "WITH heads AS (SELECT h.event_id, h.target, h.flid FROM msg_event h"
+        "  WHERE h.event_id = ANY ($1::bigint[]) AND h.state = 'DEAD'"
+        "  AND NOT EXISTS (SELECT 1 FROM msg_event n WHERE h.target = '" MX_OUTBOX_TARGET_SCHD "'"
+        "   AND n.target = '" MX_OUTBOX_TARGET_SCHD "' AND n.flid = h.flid AND n.event_id > h.event_id)"
+        "  FOR UPDATE OF h),"
+        " rearmed AS (UPDATE msg_event e SET state = 'PENDING', attempts = 0, next_attempt_at = NULL,"
+        "  merged_into = NULL, last_error = 'replayed, was: ' || coalesce (e.last_error, '-')"
+        "  FROM heads h WHERE e.state = 'DEAD' AND (e.event_id = h.event_id"
+        "   OR (h.target = '" MX_OUTBOX_TARGET_SCHD "' AND e.target = '" MX_OUTBOX_TARGET_SCHD "'"
+        "       AND e.flid = h.flid AND e.event_id < h.event_id))"
+        "  RETURNING e.event_id)"
+        " SELECT json_build_object ('event_ids', coalesce (json_agg (event_id ORDER BY event_id), '[]'))::text,"
+        "  count(*) FROM rearmed",
+        1, params, &res, error);
+    free (id_array);
+    if (rc)
+        goto failed;
+    int rows = (int) mx_pg_get_int64 (res, 0, 1);
+    char detail [64];
+    snprintf (detail, sizeof detail, "%d event%s back to PENDING", rows, rows == 1 ? "" : "s");
+    rc = mx_audit_write (conn, "msgxctl", os_user, "replay-events", PQgetvalue (res, 0, 0), "ok", detail,
+                         now_ms, error);
+    PQclear (res);
+    if (rc || mx_pg_commit (conn, error))
+        goto failed;
+    *moved = rows;
+    return 0;
+
+failed:;
+    char *ignored = NULL;
+    mx_pg_rollback (conn, &ignored);
+    free (ignored);
+    return -1;
 }

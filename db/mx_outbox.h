@@ -103,4 +103,38 @@ int mx_outbox_fail (PGconn *conn, const mx_outbox_failure_t *failures, size_t co
                     const int64_t *backoff, size_t backoff_count, int64_t now_ms,
                     mx_outbox_outcome_t *outcomes, size_t *done, char **error);
 
+//  ---------------------------------------------------------------------
+//  Replay of dead letters (msgxctl replay --events)
+//
+//  KAFKA:msg: every DEAD row goes again on its own. KAFKA:schd: the unit is
+//  the FLID. Its newest event, when DEAD, goes again together with every
+//  older DEAD event of the FLID (those merged into it and older dead
+//  states): the aggregator sends the newest alone and, on its
+//  acknowledgement, marks the older ones SENT merged into it, exactly as it
+//  does for a backlog of PENDING states. A DEAD state older than the
+//  FLID's newest event is never sent on its own: a newer one that is
+//  PENDING or SENT carries a later state, and sending the older one after
+//  it would move the flight back on the compacted topic. Since such a FLID
+//  has no PENDING event while its newest is DEAD, no flush of the
+//  aggregator holds it while the rows are re-armed.
+
+//  What a replay would take: with all, every replayable DEAD event (for
+//  KAFKA:schd, the newest of each FLID), plus the FLIDs' older dead states
+//  that cannot go, with the reason; else the events ids asks for. *json
+//  (malloc'd) gets a JSON array, in event_id order, of {event_id, target,
+//  flid, state_version, event_type, msg_id, state, attempts, last_error,
+//  carries, refused}: carries counts the older DEAD events of the FLID that
+//  go with it; refused is null, or says why the event cannot go.
+int mx_outbox_replay_candidates (PGconn *conn, const int64_t *ids, size_t count, bool all, char **json,
+                                 char **error);
+
+//  Re-arms the events (ids: replayable candidates) in one transaction with
+//  its audit_log row (action replay-events): DEAD -> PENDING, attempts 0,
+//  next_attempt_at and merged_into NULL, last_error kept behind
+//  "replayed, was: "; for KAFKA:schd the FLID's older DEAD events with it.
+//  Conditions are checked again as the rows are locked: an event that
+//  stopped qualifying is left alone. *moved gets the rows changed.
+int mx_outbox_replay (PGconn *conn, const int64_t *ids, size_t count, const char *os_user, int64_t now_ms,
+                      int *moved, char **error);
+
 #endif

@@ -7,3 +7,11 @@ mx_add_test(test_delivery
 # Its lost-acknowledgement cases hinge on delivery timeouts of a few seconds:
 # run it alone so a loaded machine cannot stretch them.
 set_tests_properties(test_delivery PROPERTIES RUN_SERIAL TRUE)
+# msgxctl replay --events: dead events sent again, through control, the
+# dispatcher, the schd-aggregator and the real msgxctl.
+mx_add_test(test_event_replay
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_event_replay.c
+  LIBS mx_actors PkgConfig::RDKAFKA PkgConfig::JANSSON
+  LABELS integration)
+add_dependencies(test_event_replay msgxctl)
+set_tests_properties(test_event_replay PROPERTIES RUN_SERIAL TRUE)
