@@ -1,5 +1,6 @@
 /*  mx_sis - see mx_sis.h.  */
 #include "mx_sis.h"
+#include "mx_compat_body.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -108,6 +109,14 @@ s_set_error (char **error, const char *fmt, ...)
     for (char *scan = text; scan && *scan; scan++)
         if ((unsigned char) *scan < 0x20 || *scan == 0x7f)
             *scan = ' ';
+    //  And valid UTF-8: libxml2 quotes input cut mid-character, and an
+    //  error PostgreSQL cannot store would hold the FIFO forever.
+    size_t length = text ? strlen (text) : 0;
+    for (size_t at = 0; at < length; at++) {
+        at += mx_compat_body_utf8_invalid_at ((const unsigned char *) text + at, length - at);
+        if (at < length)
+            text [at] = '?';
+    }
     *error = text;
 }
 
@@ -357,7 +366,7 @@ s_thread_error (void *data, s_error_ptr_t error)
 }
 
 static xmlDocPtr
-s_parse (const char *xml, size_t size, mx_sis_status_t *status, char **error)
+s_parse (const char *xml, size_t size, bool raw_bytes, mx_sis_status_t *status, char **error)
 {
     xmlParserCtxtPtr ctxt = xmlNewParserCtxt ();
     if (!ctxt) {
@@ -374,7 +383,10 @@ s_parse (const char *xml, size_t size, mx_sis_status_t *status, char **error)
     xmlStructuredErrorFunc saved_handler = xmlStructuredError;
     void *saved_context = xmlStructuredErrorContext;
     xmlSetStructuredErrorFunc (&errors, s_thread_error);
-    xmlDocPtr doc = xmlCtxtReadMemory (ctxt, xml, (int) size, NULL, NULL, S_PARSE_OPTIONS);
+    //  Text read from the mailbox is UTF-8 whatever its prolog declares:
+    //  the declaration names the bytes the sender wrote, long converted.
+    int parse_options = S_PARSE_OPTIONS | (raw_bytes ? 0 : XML_PARSE_IGNORE_ENC);
+    xmlDocPtr doc = xmlCtxtReadMemory (ctxt, xml, (int) size, NULL, NULL, parse_options);
     xmlSetStructuredErrorFunc (saved_context, saved_handler);
 
     //  Namespace errors (an undeclared prefix) are not fatal and are
@@ -758,7 +770,7 @@ mx_sis_decode (const char *xml, size_t size, const mx_sis_options_t *options,
     }
     if (s_check_prolog (xml, size, status, error) == -1)
         return NULL;
-    xmlDocPtr doc = s_parse (xml, size, status, error);
+    xmlDocPtr doc = s_parse (xml, size, options->raw_bytes, status, error);
     if (!doc)
         return NULL;
 

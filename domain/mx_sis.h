@@ -79,6 +79,11 @@ typedef struct {
     //  (REGN is both a reference list and ignored). May be NULL with count 0.
     char *const *ignore_types;
     size_t ignore_count;
+    //  false (the daemon): the text came through a UTF-8 channel (the
+    //  mailbox's utf8mb4 column, the compat entry), so a GB18030 prolog is
+    //  ignored and the text parsed as UTF-8. true: the bytes as a GB18030
+    //  sender wrote them, converted by the declared encoding.
+    bool raw_bytes;
 } mx_sis_options_t;
 
 typedef struct _mx_sis_msg_t mx_sis_msg_t;

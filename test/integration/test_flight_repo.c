@@ -940,7 +940,7 @@ s_sample (const char *name, const mx_tz_t *zone)
         fwrite (buf, 1, n, out);
     fclose (file);
     fclose (out);
-    mx_sis_options_t options = { zone, 16 << 20, NULL, 0 };
+    mx_sis_options_t options = { .zone = zone, .max_bytes = 16 << 20 };
     mx_sis_status_t status;
     char *error = NULL;
     mx_sis_msg_t *msg = mx_sis_decode (xml, size, &options, &status, &error);

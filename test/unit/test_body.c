@@ -1410,7 +1410,11 @@ test_gb18030 (void **state)
     free (declared);
     //  The bytes really are GB18030, not UTF-8 ("由" is D3 C9).
     assert_non_null (memmem (gb, size, "\xD3\xC9", 2));
-    mx_sis_msg_t *msg = s_decode_ignoring (gb, size, NULL);
+    //  Bytes as the sender wrote them (the mailbox hands over UTF-8).
+    mx_sis_options_t options = { .zone = s_zone, .max_bytes = S_MAX_BYTES, .raw_bytes = true };
+    mx_sis_status_t status = MX_SIS_CODEC_ERROR;
+    mx_sis_msg_t *msg = mx_sis_decode (gb, size, &options, &status, NULL);
+    assert_non_null (msg);
     free (gb);
     mx_flop_t *flop = NULL;
     char *error = NULL;
