@@ -31,10 +31,9 @@
 //  its Kafka check (MX_METRICS_KAFKA_TIMEOUT_MS) plus a database round trip.
 #define S_METRICS_WAIT_MS 2000
 
-//  Per-connection bounds: idle seconds before MHD drops a connection, open
+//  Per-connection bounds (the idle timeout is msgx.http.idle-timeout): open
 //  connections, and MHD's per-connection memory pool (request line and
 //  headers must fit in it).
-#define S_CONNECTION_TIMEOUT_S 10u
 #define S_CONNECTION_LIMIT     64u
 #define S_CONNECTION_MEMORY    ((size_t) 32 * 1024)
 
@@ -568,7 +567,7 @@ s_start (s_http_t *self, char **error)
         NULL, NULL, s_access, self,
         MHD_OPTION_EXTERNAL_LOGGER, (MHD_LogCallback) s_mhd_log, self,
         MHD_OPTION_LISTEN_SOCKET, (MHD_socket) fd,
-        MHD_OPTION_CONNECTION_TIMEOUT, S_CONNECTION_TIMEOUT_S,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int) ((self->config->http_idle_timeout + 999) / 1000),
         MHD_OPTION_CONNECTION_LIMIT, S_CONNECTION_LIMIT,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, S_CONNECTION_MEMORY,
         MHD_OPTION_NOTIFY_COMPLETED, (MHD_RequestCompletedCallback) s_completed, self,

@@ -200,6 +200,8 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
         "bind to an internal interface and firewall the port.",
     S_ADVICE (http_max_body_bytes) =
         "Keep it at or above codec.max-message-bytes.",
+    S_ADVICE (http_idle_timeout) =
+        "Raise it only for clients on slow links that pause mid-request; each idle connection holds one of 64 slots.",
     S_ADVICE (admin_endpoint) =
         "An ipc:// path is mode 0600 (only the msgx user and root connect); under systemd "
         "ipc:///run/msgxd/admin.sock. tcp:// has no authentication.",

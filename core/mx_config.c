@@ -1235,6 +1235,7 @@ mx_config_validate (const mx_config_t *self, zlist_t *errors)
     s_int_range (self, problems, S_IDX (history_snap_log_retention_days), 1, INT32_MAX);
     s_int_range (self, problems, S_IDX (archive_after_days), 1, INT32_MAX);
     s_duration_range (self, problems, S_IDX (requests_timeout), 1, INT64_MAX);
+    s_duration_range (self, problems, S_IDX (http_idle_timeout), 1000, 3600 * 1000);
 
     //  Kafka: producer safety is not tunable (SPEC 5, seed D3).
     if (*self->kafka_bootstrap_servers) {

@@ -411,6 +411,14 @@ msgx
         #   Keep it at or above codec.max-message-bytes.
         max-body-bytes = 16777216
 
+        #   a connection idle this long (a slow or stalled client) is closed;
+        #   whole seconds, 1s to 1h.
+        #   Duration (500ms, 30s, 10m, 2h, 30d); default 10s; environment
+        #   MSGX_HTTP_IDLE_TIMEOUT.
+        #   Raise it only for clients on slow links that pause mid-request; each
+        #   idle connection holds one of 64 slots.
+        idle-timeout = 10s
+
     admin
         #   msgxctl endpoint, ipc:// (mode 0600) or tcp://.
         #   Text; default ipc://msgx-admin.sock; environment

@@ -84,6 +84,8 @@ s_setup (void **state)
     fx->env [n++] = zsys_sprintf ("MSGX_HTTP_BIND=127.0.0.1:%d", fx->http_port);
     fx->env [n++] = zsys_sprintf ("MSGX_HTTP_MAX_BODY_BYTES=%d", MAX_BODY);
     fx->env [n++] = zsys_sprintf ("MSGX_CODEC_MAX_MESSAGE_BYTES=%d", MAX_MESSAGE);
+    //  The slow client is cut off after a second (msgx.http.idle-timeout).
+    fx->env [n++] = strdup ("MSGX_HTTP_IDLE_TIMEOUT=1s");
     //  A CODEC_ERROR gets one attempt, then DEAD(EXHAUSTED): the FIFO moves on.
     fx->env [n++] = strdup ("MSGX_PIPELINE_MAX_ATTEMPTS=1");
     fx->env [n++] = strdup ("MAILBOX_SHARED_MYSQL_ENABLED=true");
@@ -629,7 +631,7 @@ test_http_attacks_are_refused_while_the_pipeline_works (void **state)
     assert_true (posted > polled);
     s_expect_terminal (fx, posted, "SUCCEEDED||", "");
 
-    //  The slow client is cut off by the server's connection timeout.
+    //  The slow client is cut off by the server after msgx.http.idle-timeout.
     bool closed;
     status = s_read_all (slow, WAIT_MS, &closed, &text);
     assert_true (closed);
