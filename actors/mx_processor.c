@@ -46,7 +46,12 @@ typedef struct {
     uint64_t processed;
     uint64_t transactions;
     char current_type [16];     //  TYPE of the message in hand, "-" before decoding
+    zhashx_t *flights;          //  flid -> mx_flight_t as committed by a batch of ours
+    zlistx_t *flights_owed;     //  flight states of the open batch, for `flights` at commit
 } s_processor_t;
+
+//  Flights kept between batches; past this the whole cache starts again.
+#define S_FLIGHTS_KEPT 8192
 
 //  What happened to one message.
 typedef enum {
@@ -158,15 +163,8 @@ s_store_change (s_processor_t *self, const mx_flight_t *before, mx_flight_t *aft
         .msg_id = msg_id, .type = meta->type, .styp = meta->styp, .seqn = meta->seqn, .dttm = meta->dttm
     };
     bool tombstone = after->deleted && (!before || !before->deleted);
-    json_t *msg_doc = mx_flight_msg_doc (after, &event, changed, self->zone);
-    char *msg_text = json_dumps (msg_doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref (msg_doc);
-    char *schd_text = NULL;
-    if (!tombstone) {
-        json_t *state = mx_flight_state_doc (after, self->zone);
-        schd_text = json_dumps (state, JSON_COMPACT | JSON_PRESERVE_ORDER);
-        json_decref (state);
-    }
+    char *msg_text = NULL, *schd_text = NULL;
+    mx_flight_event_texts (after, &event, changed, self->zone, !tombstone, &msg_text, &schd_text);
     int64_t event_id = 0;
     mx_event_type_t type = tombstone ? MX_EVENT_TOMBSTONE : MX_EVENT_UPSERT;
     int rc = mx_event_insert (self->pg, MX_TARGET_MSG, type, after->flid, after->state_version, msg_id,
@@ -568,6 +566,7 @@ typedef struct {
     bool present;
     mx_sis_msg_t *msg;
     char key [128];
+    bool holds_key;             //  bound: the key goes onto its row
     s_plan_t plan;
     mx_flop_t *flop;
     mx_schedule_t *schedule;
@@ -614,15 +613,8 @@ s_change_events (s_processor_t *self, zlistx_t *events, zlistx_t *texts, const m
         .msg_id = msg_id, .type = meta->type, .styp = meta->styp, .seqn = meta->seqn, .dttm = meta->dttm
     };
     bool tombstone = after->deleted && (!before || !before->deleted);
-    json_t *doc = mx_flight_msg_doc (after, &event, changed, self->zone);
-    char *msg_text = json_dumps (doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref (doc);
-    char *schd_text = NULL;
-    if (!tombstone) {
-        doc = mx_flight_state_doc (after, self->zone);
-        schd_text = json_dumps (doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
-        json_decref (doc);
-    }
+    char *msg_text = NULL, *schd_text = NULL;
+    mx_flight_event_texts (after, &event, changed, self->zone, !tombstone, &msg_text, &schd_text);
     mx_event_type_t type = tombstone ? MX_EVENT_TOMBSTONE : MX_EVENT_UPSERT;
     mx_bulk_event_t *msg_event = (mx_bulk_event_t *) zmalloc (sizeof (mx_bulk_event_t));
     *msg_event = (mx_bulk_event_t) { MX_TARGET_MSG, type, after->flid, after->state_version, msg_id, msg_text };
@@ -633,6 +625,26 @@ s_change_events (s_processor_t *self, zlistx_t *events, zlistx_t *texts, const m
     zlistx_add_end (texts, msg_text);
     if (schd_text)
         zlistx_add_end (texts, schd_text);
+}
+
+static void
+s_flight_free (void **item)
+{
+    mx_flight_destroy ((mx_flight_t **) item);
+}
+
+//  The batch committed: its flight states are what is stored now.
+static void
+s_flights_committed (s_processor_t *self)
+{
+    if (zhashx_size (self->flights) + zlistx_size (self->flights_owed) > S_FLIGHTS_KEPT)
+        zhashx_purge (self->flights);
+    mx_flight_t *flight;
+    while ((flight = (mx_flight_t *) zlistx_detach (self->flights_owed, NULL))) {
+        char key [24];
+        snprintf (key, sizeof key, "%" PRId64, flight->flid);
+        zhashx_update (self->flights, key, flight);
+    }
 }
 
 static s_slot_t *
@@ -667,14 +679,18 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
     zlistx_set_destructor (snaps, (czmq_destructor *) zstr_free);
     int rc = 0;
     size_t prefix = 0;
+    //  Where a batch's time goes, for the debug log.
+    int64_t phase [9] = { zclock_usecs () };
+#define S_PHASE(n) phase [n] = zclock_usecs ()
 
-    if (mx_bulk_start (self->pg, ids, count, now, states, attempts, &error)
+    if (mx_bulk_start (self->pg, ids, count, states, attempts, &error)
     ||  mx_mailbox_read_range (self->mailbox, ids [0], ids [count - 1], max_bytes, &raw, &raw_count, &error)) {
         mx_warn (ACTOR, "batch of %zu from %" PRId64 ": %s; redoing it message by message", count, ids [0], error);
         free (error);
         rc = -1;
         goto done;
     }
+    S_PHASE (1);
     mx_sis_options_t options = {
         .zone = self->zone, .max_bytes = max_bytes,
         .ignore_types = self->config->pipeline_ignore_types.items,
@@ -756,6 +772,7 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
     }
     if (prefix == 0)
         goto done;
+    S_PHASE (2);
 
     //  Identities, all at once, in msg_id order: a duplicate is SKIPPED
     //  whatever its body says (step 4 comes before dispatch).
@@ -777,7 +794,9 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
             rc = -1;
         }
         for (size_t b = 0; rc == 0 && b < binds; b++)
-            if (holders [b] != bind_ids [b]) {
+            if (holders [b] == bind_ids [b])
+                items [owners [b]].holds_key = true;
+            else {
                 char outcome [48];
                 snprintf (outcome, sizeof outcome, "duplicate-of:%" PRId64, holders [b]);
                 s_item_terminal (&items [owners [b]], MX_STATE_SKIPPED, MX_ERR_NONE, NULL, outcome);
@@ -790,6 +809,7 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
             goto done;
     }
 
+    S_PHASE (3);
     //  The flights the batch touches, locked and loaded in one query.
     {
         zlistx_t *wanted = zlistx_new ();
@@ -813,11 +833,40 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
             flids [unique++] = *flid;
         }
         zlistx_destroy (&wanted);
+        //  Lock all, then read whole only those whose stored state is not
+        //  the one a batch of ours committed last (state_version and
+        //  last_msg_id tell: every stored change bumps the version).
         mx_flight_t **loaded = (mx_flight_t **) calloc (unique + 1, sizeof (mx_flight_t *));
-        if (unique && mx_flight_repo_load (self->pg, flids, unique, true, loaded, &error)) {
+        int64_t *versions = (int64_t *) calloc (unique + 1, sizeof (int64_t));
+        int64_t *last_msg_ids = (int64_t *) calloc (unique + 1, sizeof (int64_t));
+        int64_t *missed = (int64_t *) calloc (unique + 1, sizeof (int64_t));
+        size_t misses = 0;
+        if (unique && mx_flight_repo_lock (self->pg, flids, unique, versions, last_msg_ids, &error))
+            rc = -1;
+        for (size_t f = 0; f < unique && rc == 0; f++) {
+            if (versions [f] < 0)
+                continue;               //  no such flight
+            char key [24];
+            snprintf (key, sizeof key, "%" PRId64, flids [f]);
+            const mx_flight_t *kept = (const mx_flight_t *) zhashx_lookup (self->flights, key);
+            if (kept && kept->state_version == versions [f] && kept->last_msg_id == last_msg_ids [f])
+                loaded [f] = mx_flight_dup (kept);
+            else
+                missed [misses++] = flids [f];
+        }
+        mx_flight_t **read = (mx_flight_t **) calloc (misses + 1, sizeof (mx_flight_t *));
+        if (rc == 0 && misses && mx_flight_repo_load (self->pg, missed, misses, true, read, &error))
+            rc = -1;
+        for (size_t f = 0, m = 0; f < unique && m < misses && rc == 0; f++)
+            if (versions [f] >= 0 && !loaded [f] && flids [f] == missed [m])
+                loaded [f] = read [m++];
+        free (read);
+        free (missed);
+        free (versions);
+        free (last_msg_ids);
+        if (rc) {
             mx_warn (ACTOR, "cannot load the flights of a batch: %s; redoing it message by message", error);
             free (error);
-            rc = -1;
         }
         for (size_t f = 0; f < unique; f++) {
             s_slot_t *slot = s_slot (slots, flids [f]);
@@ -830,6 +879,7 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
             goto done;
     }
 
+    S_PHASE (4);
     //  Pass 2: apply in order, in memory.
     for (size_t i = 0; i < prefix; i++) {
         s_item_t *item = &items [i];
@@ -925,6 +975,7 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
         }
     }
 
+    S_PHASE (5);
     //  Writes: each touched flight once (its final state), the events in
     //  order, the snapshot log, and every terminal state with its intent.
     {
@@ -941,6 +992,7 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
         free (before);
         free (after);
     }
+    S_PHASE (6);
     if (rc == 0) {
         size_t event_count = zlistx_size (events);
         mx_bulk_event_t *rows = (mx_bulk_event_t *) calloc (event_count + 1, sizeof (mx_bulk_event_t));
@@ -952,6 +1004,7 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
             rc = -1;
         free (rows);
     }
+    S_PHASE (7);
     for (char *snap = (char *) zlistx_first (snaps); snap && rc == 0; snap = (char *) zlistx_next (snaps)) {
         long long msg_id, begin, end;
         int inserted, updated, unchanged;
@@ -967,11 +1020,19 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
             rows [i] = items [i].terminal;
             rows [i].last_error = items [i].text;
             rows [i].outcome = items [i].outcome;
+            rows [i].identity_key = items [i].holds_key ? items [i].key : NULL;
         }
         if (mx_bulk_finish (self->pg, rows, prefix, now, &error))
             rc = -1;
         free (rows);
     }
+    S_PHASE (8);
+    if (rc == 0)
+        mx_log_emit (MX_LOG_DEBUG, ACTOR, json_pack ("{s:I,s:i}", "msg_id", (json_int_t) ids [0], "batch", (int) prefix),
+                     "bulk phases (us): read %" PRId64 " decode %" PRId64 " identities %" PRId64 " flights %" PRId64
+                     " apply %" PRId64 " write flights %" PRId64 " events %" PRId64 " states %" PRId64,
+                     phase [1] - phase [0], phase [2] - phase [1], phase [3] - phase [2], phase [4] - phase [3],
+                     phase [5] - phase [4], phase [6] - phase [5], phase [7] - phase [6], phase [8] - phase [7]);
     if (rc) {
         mx_warn (ACTOR, "writing a batch of %zu failed: %s; redoing it message by message", prefix, error);
         free (error);
@@ -987,6 +1048,12 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
                                                         mx_error_class_name (items [i].terminal.error_class)),
                          "%" PRId64 " DEAD: %s: %s", items [i].msg_id,
                          mx_error_class_name (items [i].terminal.error_class), items [i].text ? items [i].text : "");
+    //  The final states go to the cache once the transaction commits.
+    for (s_slot_t *slot = (s_slot_t *) zhashx_first (slots); slot; slot = (s_slot_t *) zhashx_next (slots))
+        if (slot->now) {
+            zlistx_add_end (self->flights_owed, slot->now);
+            slot->now = NULL;
+        }
     *applied = prefix;
 
 done:
@@ -1009,6 +1076,7 @@ done:
     zlistx_destroy (&snaps);
     return rc;
 }
+#undef S_PHASE
 
 //  ---------------------------------------------------------------------
 //  A batch
@@ -1021,7 +1089,17 @@ s_pg (s_processor_t *self, char **error)
     mx_pg_disconnect (&self->pg);
     self->pg = mx_pg_connect (self->config->pg_conninfo, "msgxd-processor",
                               self->config->pg_statement_timeout, error);
-    return self->pg ? 0 : -1;
+    if (!self->pg)
+        return -1;
+    //  Event payloads are JSON of a few KB, compressed as they are stored:
+    //  lz4 costs a fraction of the default pglz (a third of a batch's
+    //  outbox insert went there). A server built without lz4 keeps pglz.
+    char *refused = NULL;
+    if (mx_pg_exec (self->pg, "SET default_toast_compression = 'lz4'", 0, NULL, NULL, &refused)) {
+        mx_info (ACTOR, "event payloads stay compressed with pglz: %s", refused);
+        free (refused);
+    }
+    return 0;
 }
 
 //  The ready messages after `after`: PENDING rows in msg_id order up to W,
@@ -1069,6 +1147,7 @@ s_process_batch (s_processor_t *self, int64_t head)
         count += s_next_ready (self, head, ids + 1, limit - 1);
         if (s_bulk (self, ids, count, &done)) {
             //  Roll back and redo the whole batch message by message.
+            zlistx_purge (self->flights_owed);
             char *ignored = NULL;
             mx_pg_rollback (self->pg, &ignored);
             free (ignored);
@@ -1107,12 +1186,18 @@ s_process_batch (s_processor_t *self, int64_t head)
     int64_t last = done ? ids [done - 1] : head;
     free (ids);
     if (broken) {
+        zlistx_purge (self->flights_owed);
         char *ignored = NULL;
         mx_pg_rollback (self->pg, &ignored);
         free (ignored);
         return "UNKNOWN";
     }
-    if (mx_pg_commit (self->pg, &error)) {
+    int commit_rc = mx_pg_commit (self->pg, &error);
+    if (commit_rc)
+        zlistx_purge (self->flights_owed);
+    else
+        s_flights_committed (self);
+    if (commit_rc) {
         mx_warn (ACTOR, "commit of a batch of %zu failed, nothing of it stays: %s", done, error);
         free (error);
         return "UNKNOWN";
@@ -1211,6 +1296,10 @@ mx_processor_actor (zsock_t *pipe, void *args)
     self->config = self->args->config;
     self->clock = self->args->clock;
     self->mailbox = mx_mailbox_new (self->config);
+    self->flights = zhashx_new ();
+    zhashx_set_destructor (self->flights, s_flight_free);
+    self->flights_owed = zlistx_new ();
+    zlistx_set_destructor (self->flights_owed, s_flight_free);
     //  EVENTS_COMMITTED and MARKS_OWED are wake-up hints (delivery and
     //  backfill sweep anyway): never block on them, e.g. while control is
     //  busy stopping the actors and not reading this pipe.
@@ -1236,4 +1325,6 @@ mx_processor_actor (zsock_t *pipe, void *args)
     mx_pg_disconnect (&self->pg);
     mx_mailbox_destroy (&self->mailbox);
     mx_tz_destroy (&self->zone);
+    zhashx_destroy (&self->flights);
+    zlistx_destroy (&self->flights_owed);
 }

@@ -61,20 +61,18 @@ mx_bulk_int_array (const int64_t *values, size_t count)
 }
 
 int
-mx_bulk_start (PGconn *conn, const int64_t *ids, size_t count, int64_t now_ms,
-               int *states, int *attempts, char **error)
+mx_bulk_start (PGconn *conn, const int64_t *ids, size_t count, int *states, int *attempts, char **error)
 {
     char *id_array = mx_bulk_int_array (ids, count);
-    char now [MX_PG_INT64_BUFSIZE];
-    const char *params [] = { id_array, mx_pg_int64_text (now_ms, now) };
+    const char *params [] = { id_array };
     PGresult *res = NULL;
+    //  One index probe per id: a plan from stale statistics could otherwise
+    //  scan the whole backlog for each batch.
     int rc = mx_pg_exec (conn,
-        "WITH started AS ("
-        "  UPDATE proc_state SET processing_started_at = " TS (2)
-        "  WHERE msg_id = ANY ($1::bigint[]) AND processing_started_at IS NULL"
-        "  AND state IN ('PENDING', 'FAILED'))"
-        " SELECT msg_id, state, attempts FROM proc_state WHERE msg_id = ANY ($1::bigint[])",
-        2, params, &res, error);
+        "SELECT p.msg_id, p.state, p.attempts FROM unnest ($1::bigint[]) AS w (wanted)"
+        " CROSS JOIN LATERAL (SELECT msg_id, state, attempts FROM proc_state"
+        "                     WHERE msg_id = w.wanted LIMIT 1) AS p",
+        1, params, &res, error);
     free (id_array);
     if (rc)
         return -1;
@@ -105,20 +103,21 @@ mx_bulk_bind_identities (PGconn *conn, const int64_t *ids, const char *const *ke
     const char *params [] = { id_array, key_array, mx_pg_int64_text (now_ms, now) };
     PGresult *res = NULL;
     //  Rows go in msg_id order, so within the batch the earliest message
-    //  takes a repeated key; the identity table outlives archiving.
+    //  takes a repeated key; the identity table outlives archiving. The key
+    //  goes onto proc_state with the terminal UPDATE (mx_bulk_finish): one
+    //  write of each row, not two.
     int rc = mx_pg_exec (conn,
         "WITH wanted AS (SELECT * FROM unnest ($1::bigint[], $2::text[]) WITH ORDINALITY AS w (msg_id, key, ord)),"
         " claimed AS ("
         "  INSERT INTO identity (identity_key, msg_id, bound_at)"
         "  SELECT key, msg_id, " TS (3) " FROM wanted ORDER BY ord"
         "  ON CONFLICT (identity_key) DO NOTHING RETURNING identity_key, msg_id),"
+        //  An earlier holder by index probe: a join could hash the whole
+        //  identity table, which grows with every message.
         " holder AS ("
-        "  SELECT w.ord, w.msg_id, coalesce (c.msg_id, i.msg_id) AS holder, w.key FROM wanted w"
-        "  LEFT JOIN claimed c ON c.identity_key = w.key"
-        "  LEFT JOIN identity i ON i.identity_key = w.key),"
-        " recorded AS ("
-        "  UPDATE proc_state p SET identity_key = h.key, updated_at = " TS (3)
-        "  FROM holder h WHERE p.msg_id = h.msg_id AND h.holder = h.msg_id AND p.identity_key IS NULL)"
+        "  SELECT w.ord, w.msg_id, coalesce (c.msg_id,"
+        "         (SELECT i.msg_id FROM identity i WHERE i.identity_key = w.key)) AS holder, w.key"
+        "  FROM wanted w LEFT JOIN claimed c ON c.identity_key = w.key)"
         " SELECT ord, holder FROM holder ORDER BY ord",
         3, params, &res, error);
     free (id_array);
@@ -148,6 +147,7 @@ mx_bulk_finish (PGconn *conn, const mx_bulk_terminal_t *rows, size_t count, int6
     const char **outcomes = (const char **) calloc (count, sizeof (char *));
     const char **types = (const char **) calloc (count, sizeof (char *));
     const char **styps = (const char **) calloc (count, sizeof (char *));
+    const char **keys = (const char **) calloc (count, sizeof (char *));
     for (size_t i = 0; i < count; i++) {
         ids [i] = rows [i].msg_id;
         states [i] = mx_state_name (rows [i].state);
@@ -156,30 +156,38 @@ mx_bulk_finish (PGconn *conn, const mx_bulk_terminal_t *rows, size_t count, int6
         outcomes [i] = rows [i].outcome;
         types [i] = rows [i].type;
         styps [i] = rows [i].styp;
+        keys [i] = rows [i].identity_key;
     }
-    char *arrays [7] = {
+    char *arrays [8] = {
         mx_bulk_int_array (ids, count), mx_bulk_text_array (states, count), mx_bulk_text_array (classes, count),
         mx_bulk_text_array (errors, count), mx_bulk_text_array (outcomes, count),
-        mx_bulk_text_array (types, count), mx_bulk_text_array (styps, count)
+        mx_bulk_text_array (types, count), mx_bulk_text_array (styps, count), mx_bulk_text_array (keys, count)
     };
     char now [MX_PG_INT64_BUFSIZE];
     const char *params [] = {
         arrays [0], arrays [1], arrays [2], arrays [3], arrays [4], arrays [5], arrays [6],
-        mx_pg_int64_text (now_ms, now)
+        mx_pg_int64_text (now_ms, now), arrays [7]
     };
     PGresult *res = NULL;
     //  Each row: terminal state and backfill intent together, as the
-    //  single-message UPDATE does.
+    //  single-message UPDATE does, with what the message-by-message path
+    //  writes on the way there (start time, identity key): each row is
+    //  written once per batch, each write of it costing every index.
     int rc = mx_pg_exec (conn,
         "UPDATE proc_state p SET state = t.state, error_class = t.class,"
         " last_error = coalesce (t.error, p.last_error), outcome = t.outcome,"
         " msg_type = coalesce (t.type, p.msg_type), msg_styp = coalesce (t.styp, p.msg_styp),"
+        " identity_key = coalesce (p.identity_key, t.key),"
+        " processing_started_at = coalesce (p.processing_started_at, " TS (8) "),"
         " next_attempt_at = NULL, finished_at = " TS (8) ", updated_at = " TS (8) ", backfill_next_at = " TS (8)
-        " FROM unnest ($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])"
-        "   AS t (msg_id, state, class, error, outcome, type, styp)"
-        " WHERE p.msg_id = t.msg_id AND p.state IN ('PENDING', 'FAILED')",
-        8, params, &res, error);
-    for (int i = 0; i < 7; i++)
+        " FROM unnest ($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],"
+        "              $9::text[])"
+        "   AS t (msg_id, state, class, error, outcome, type, styp, key)"
+        " WHERE p.msg_id = t.msg_id AND p.state IN ('PENDING', 'FAILED')"
+        //  The ids again, so proc_state is probed by index, not hashed whole.
+        " AND p.msg_id = ANY ($1::bigint[])",
+        9, params, &res, error);
+    for (int i = 0; i < 8; i++)
         free (arrays [i]);
     free (ids);
     free (states);
@@ -188,6 +196,7 @@ mx_bulk_finish (PGconn *conn, const mx_bulk_terminal_t *rows, size_t count, int6
     free (outcomes);
     free (types);
     free (styps);
+    free (keys);
     if (rc)
         return -1;
     int updated = atoi (PQcmdTuples (res));

@@ -11,10 +11,13 @@
     whatever its size, and reading every set of every flight is part of the
     one SELECT.
 
-    save sends its statements (flight_schd, then per changed set a DELETE
-    and an INSERT) in pipeline mode: one round trip per flight. Results are
-    a few bytes per statement, so on a blocking connection the server
-    cannot stall on a full socket while the pipeline is still written.
+    save_many sends its statements in pipeline mode: each flight's
+    flight_schd INSERT or UPDATE, then per set table one DELETE of the
+    replaced flights' rows and one INSERT of every flight's new rows (a
+    JSON parameter of [flid, key, value...] rows), whatever the number of
+    flights. Results are a few bytes per statement, so on a blocking
+    connection the server cannot stall on a full socket while the pipeline
+    is still written.
 */
 #include "mx_flight_repo.h"
 
@@ -95,8 +98,8 @@ typedef struct {
     int load_params;
     int load_kind_param [MX_SET_COUNT];     //  $n of the set's kind, 0 = none
     char *insert;                           //  flight_schd, S_INS_* parameters
-    char *set_delete [MX_SET_COUNT];        //  $1 flid [, $2 kind]
-    char *set_insert [MX_SET_COUNT];        //  $1 flid, $2 rows [, $3 kind]
+    char *set_delete [MX_SET_COUNT];        //  $1 flids [, $2 kind]
+    char *set_insert [MX_SET_COUNT];        //  $1 rows [flid, key, value...] [, $2 kind]
 } s_sql_t;
 
 static s_sql_t s_sql;
@@ -183,7 +186,7 @@ s_build_load (bool lock)
     size_t size = 0;
     FILE *out = open_memstream (&text, &size);
     assert (out);
-    fputs ("SELECT flid::text", out);
+    fputs ("SELECT flight_schd.flid::text", out);
     for (int k = 0; k < MX_F_COUNT; k++) {
         const mx_scalar_info_t *info = mx_scalar_info ((mx_scalar_t) k);
         fputs (", ", out);
@@ -212,10 +215,12 @@ s_build_load (bool lock)
             fprintf (out, " AND s.kind = $%d", s_sql.load_kind_param [k]);
         fputs (")", out);
     }
-    //  Lock in flid order, so two lockers of overlapping sets cannot deadlock.
-    fputs (" FROM flight_schd WHERE flid = ANY ($1::bigint[]) ORDER BY flid", out);
-    if (lock)
-        fputs (" FOR UPDATE OF flight_schd", out);
+    //  One index probe per flight (a plan on ANY may scan the whole table),
+    //  locked in flid order, so two lockers of overlapping sets cannot
+    //  deadlock; the rows come out in that order.
+    fprintf (out, " FROM (SELECT DISTINCT unnest ($1::bigint[]) AS wanted ORDER BY 1) AS w"
+                  " CROSS JOIN LATERAL (SELECT * FROM flight_schd AS f WHERE f.flid = w.wanted LIMIT 1%s)"
+                  " AS flight_schd ORDER BY w.wanted", lock ? " FOR UPDATE" : "");
     return s_stream_close (out, &text);
 }
 
@@ -262,7 +267,7 @@ static char *
 s_build_set_delete (mx_set_kind_t set)
 {
     char *text = NULL;
-    if (asprintf (&text, "DELETE FROM %s WHERE flid = $1::bigint%s", mx_set_info (set)->table,
+    if (asprintf (&text, "DELETE FROM %s WHERE flid = ANY ($1::bigint[])%s", mx_set_info (set)->table,
                   s_set_has_kind (set) ? " AND kind = $2::text" : "") < 0)
         assert (!"out of memory");
     return text;
@@ -283,14 +288,14 @@ s_build_set_insert (mx_set_kind_t set)
         fputs (", ", out);
         s_put_column (out, info->field_codes [f]);
     }
-    fprintf (out, ") SELECT $1::bigint, %s(e->>0)::integer", kind ? "$3::text, " : "");
+    fprintf (out, ") SELECT (e->>0)::bigint, %s(e->>1)::integer", kind ? "$2::text, " : "");
     for (size_t f = 0; f < info->field_count; f++) {
         char expr [32];
-        snprintf (expr, sizeof expr, "e->>%zu", f + 1);
+        snprintf (expr, sizeof expr, "e->>%zu", f + 2);
         fputs (", ", out);
         s_put_write (out, expr, info->field_types [f]);
     }
-    fputs (" FROM json_array_elements ($2::json) AS e", out);
+    fputs (" FROM json_array_elements ($1::json) AS e", out);
     return s_stream_close (out, &text);
 }
 
@@ -474,6 +479,50 @@ mx_flight_repo_load (PGconn *conn, const int64_t *flids, size_t count, bool lock
     return rc;
 }
 
+int
+mx_flight_repo_lock (PGconn *conn, const int64_t *flids, size_t count, int64_t *versions,
+                     int64_t *last_msg_ids, char **error)
+{
+    assert (conn);
+    assert (count == 0 || (flids && versions && last_msg_ids));
+    for (size_t i = 0; i < count; i++) {
+        versions [i] = -1;
+        last_msg_ids [i] = 0;
+    }
+    if (count == 0)
+        return 0;
+    char *array = s_bigint_array (flids, count);
+    const char *values [] = { array };
+    PGresult *res = NULL;
+    //  As the load: one index probe per flight, locked in flid order.
+    int rc = mx_pg_exec (conn,
+        "SELECT f.flid, f.state_version, coalesce (f.last_msg_id, 0)"
+        " FROM (SELECT DISTINCT unnest ($1::bigint[]) AS wanted ORDER BY 1) AS w"
+        " CROSS JOIN LATERAL (SELECT flid, state_version, last_msg_id FROM flight_schd"
+        "                     WHERE flid = w.wanted LIMIT 1 FOR UPDATE) AS f"
+        " ORDER BY w.wanted", 1, values, &res, error);
+    free (array);
+    if (rc)
+        return -1;
+    int rows = PQntuples (res);
+    for (size_t i = 0; i < count; i++) {
+        int low = 0, high = rows;
+        while (low < high) {
+            int middle = low + (high - low) / 2;
+            if (mx_pg_get_int64 (res, middle, 0) < flids [i])
+                low = middle + 1;
+            else
+                high = middle;
+        }
+        if (low < rows && mx_pg_get_int64 (res, low, 0) == flids [i]) {
+            versions [i] = mx_pg_get_int64 (res, low, 1);
+            last_msg_ids [i] = mx_pg_get_int64 (res, low, 2);
+        }
+    }
+    PQclear (res);
+    return 0;
+}
+
 //  ---------------------------------------------------------------------
 //  Save: a batch of statements sent as one pipeline
 
@@ -488,6 +537,9 @@ typedef struct {
     size_t count;
     size_t capacity;
     s_stmt_t *stmts;
+    //  Set rows of every flight of the save, one statement per table each.
+    json_t *set_rows [MX_SET_COUNT];        //  [[flid, key, value...], ...] to insert
+    json_t *set_flids [MX_SET_COUNT];       //  [flid, ...] whose rows go first
     size_t kept_count;
     size_t kept_size;
     char **kept;                            //  strings the batch frees
@@ -533,8 +585,9 @@ s_batch_add (s_batch_t *self, const char *sql, int nparams, bool one_row)
     return values;
 }
 
+//  Drops the statements sent; the queued set rows stay.
 static void
-s_batch_reset (s_batch_t *self)
+s_batch_reset_statements (s_batch_t *self)
 {
     for (size_t i = 0; i < self->count; i++)
         free (self->stmts [i].values);
@@ -542,6 +595,19 @@ s_batch_reset (s_batch_t *self)
         free (self->kept [i]);
     free (self->kept);
     free (self->stmts);
+    self->count = self->capacity = self->kept_count = self->kept_size = 0;
+    self->stmts = NULL;
+    self->kept = NULL;
+}
+
+static void
+s_batch_reset (s_batch_t *self)
+{
+    s_batch_reset_statements (self);
+    for (int k = 0; k < MX_SET_COUNT; k++) {
+        json_decref (self->set_rows [k]);
+        json_decref (self->set_flids [k]);
+    }
     memset (self, 0, sizeof *self);
 }
 
@@ -628,27 +694,27 @@ s_batch_json (s_batch_t *self, const json_t *value)
     return s_batch_keep (self, text);
 }
 
+//  Queues the set's rows (and, when it replaces, the removal of the old
+//  ones) for the statements s_batch_sets adds.
 static int
 s_batch_set (s_batch_t *self, const mx_flight_t *flight, mx_set_kind_t kind, bool replace,
              char **error)
 {
     const mx_set_info_t *info = mx_set_info (kind);
     const mx_set_t *set = &flight->sets [kind];
-    const char *flid = s_batch_int (self, flight->flid);
-    bool has_kind = s_set_has_kind (kind);
     if (replace) {
-        const char **values = s_batch_add (self, s_sql.set_delete [kind], has_kind ? 2 : 1, false);
-        values [0] = flid;
-        if (has_kind)
-            values [1] = info->element;
+        if (!self->set_flids [kind])
+            self->set_flids [kind] = json_array ();
+        json_array_append_new (self->set_flids [kind], json_integer ((json_int_t) flight->flid));
     }
     if (set->count == 0)
         return 0;
-
-    json_t *rows = json_array ();
+    if (!self->set_rows [kind])
+        self->set_rows [kind] = json_array ();
     for (size_t i = 0; i < set->count; i++) {
         const mx_set_record_t *record = &set->records [i];
         json_t *row = json_array ();
+        json_array_append_new (row, json_integer ((json_int_t) flight->flid));
         json_array_append_new (row, json_integer (record->key));
         for (size_t f = 0; f < info->field_count; f++) {
             json_t *value = record->values [f] ? json_string (record->values [f]) : json_null ();
@@ -656,20 +722,47 @@ s_batch_set (s_batch_t *self, const mx_flight_t *flight, mx_set_kind_t kind, boo
                 s_error (error, "flight %" PRId64 ": %s %s of record %d is not valid UTF-8",
                          flight->flid, info->element, info->field_codes [f], record->key);
                 json_decref (row);
-                json_decref (rows);
                 return -1;
             }
             json_array_append_new (row, value);
         }
-        json_array_append_new (rows, row);
+        json_array_append_new (self->set_rows [kind], row);
     }
-    const char **values = s_batch_add (self, s_sql.set_insert [kind], has_kind ? 3 : 2, false);
-    values [0] = flid;
-    values [1] = s_batch_json (self, rows);
-    if (has_kind)
-        values [2] = info->element;
-    json_decref (rows);
     return 0;
+}
+
+//  Per set table, one DELETE of the replaced flights' rows, then one
+//  INSERT of every flight's rows: after the flight_schd statements, which
+//  the rows reference.
+static void
+s_batch_sets (s_batch_t *self)
+{
+    for (int k = 0; k < MX_SET_COUNT; k++) {
+        const mx_set_info_t *info = mx_set_info ((mx_set_kind_t) k);
+        bool has_kind = s_set_has_kind ((mx_set_kind_t) k);
+        if (self->set_flids [k]) {
+            size_t count = json_array_size (self->set_flids [k]);
+            int64_t *flids = (int64_t *) calloc (count + 1, sizeof (int64_t));
+            assert (flids);
+            for (size_t i = 0; i < count; i++)
+                flids [i] = json_integer_value (json_array_get (self->set_flids [k], i));
+            const char **values = s_batch_add (self, s_sql.set_delete [k], has_kind ? 2 : 1, false);
+            values [0] = s_batch_keep (self, s_bigint_array (flids, count));
+            if (has_kind)
+                values [1] = info->element;
+            free (flids);
+        }
+        if (self->set_rows [k]) {
+            const char **values = s_batch_add (self, s_sql.set_insert [k], has_kind ? 2 : 1, false);
+            values [0] = s_batch_json (self, self->set_rows [k]);
+            if (has_kind)
+                values [1] = info->element;
+        }
+        json_decref (self->set_rows [k]);
+        json_decref (self->set_flids [k]);
+        self->set_rows [k] = NULL;
+        self->set_flids [k] = NULL;
+    }
 }
 
 static void
@@ -817,12 +910,15 @@ mx_flight_repo_save_many (PGconn *conn, const mx_flight_t *const *before, const 
     memset (&batch, 0, sizeof batch);
     int rc = 0;
     //  One pipeline per few hundred statements: results are small, but a
-    //  bounded pipeline never has both sides' buffers full at once.
+    //  bounded pipeline never has both sides' buffers full at once. The
+    //  set statements go with the last one.
     for (size_t i = 0; i < count && rc == 0; i++) {
         rc = s_batch_flight (&batch, before [i], after [i], now_ms, error);
+        if (rc == 0 && i + 1 == count)
+            s_batch_sets (&batch);
         if (rc == 0 && (batch.count >= 400 || i + 1 == count) && batch.count > 0) {
             rc = s_batch_run (conn, &batch, error);
-            s_batch_reset (&batch);
+            s_batch_reset_statements (&batch);
         }
     }
     s_batch_reset (&batch);

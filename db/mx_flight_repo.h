@@ -20,6 +20,13 @@
 int mx_flight_repo_load (PGconn *conn, const int64_t *flids, size_t count, bool lock,
                          mx_flight_t **out, char **error);
 
+//  Lock the given flights (FOR UPDATE, in flid order) and read what tells
+//  their stored state apart: versions [i] and last_msg_ids [i] (0 = none)
+//  for flids [i], versions [i] = -1 when there is no such row. One round
+//  trip; lets a caller that kept a flight skip reading it whole.
+int mx_flight_repo_lock (PGconn *conn, const int64_t *flids, size_t count, int64_t *versions,
+                         int64_t *last_msg_ids, char **error);
+
 //  Write `after` (its state_version and last_msg_id already set by the
 //  caller): INSERT when before is NULL, else only what differs (changed
 //  scalars in one UPDATE, each changed set replaced). Batched statements

@@ -673,13 +673,10 @@ s_string_or_null (const char *text)
     return string? string: json_null ();
 }
 
-json_t *
-mx_flight_msg_doc (const mx_flight_t *flight, const mx_event_meta_t *meta,
-                   json_t *changed, const mx_tz_t *zone)
+//  The KAFKA:msg document up to, without, its last member "state".
+static json_t *
+s_msg_head (const mx_flight_t *flight, const mx_event_meta_t *meta, json_t *changed)
 {
-    assert (flight);
-    assert (meta);
-    assert (zone);
     json_t *doc = json_object ();
     assert (doc);
     //  event_id first: the outbox insert rewrites it in the text.
@@ -693,6 +690,54 @@ mx_flight_msg_doc (const mx_flight_t *flight, const mx_event_meta_t *meta,
     json_object_set_new (doc, "state_version", json_integer ((json_int_t) flight->state_version));
     //  A copy: the caller keeps its list and may still change it.
     json_object_set_new (doc, "changed", changed? s_json_copy (changed): json_array ());
+    return doc;
+}
+
+json_t *
+mx_flight_msg_doc (const mx_flight_t *flight, const mx_event_meta_t *meta,
+                   json_t *changed, const mx_tz_t *zone)
+{
+    assert (flight);
+    assert (meta);
+    assert (zone);
+    json_t *doc = s_msg_head (flight, meta, changed);
     json_object_set_new (doc, "state", mx_flight_state_doc (flight, zone));
     return doc;
+}
+
+void
+mx_flight_event_texts (const mx_flight_t *flight, const mx_event_meta_t *meta, json_t *changed,
+                       const mx_tz_t *zone, bool want_schd, char **msg_text, char **schd_text)
+{
+    assert (flight);
+    assert (meta);
+    assert (zone);
+    assert (msg_text && schd_text);
+    const size_t flags = JSON_COMPACT | JSON_PRESERVE_ORDER;
+    json_t *state = mx_flight_state_doc (flight, zone);
+    char *state_text = json_dumps (state, flags);
+    json_decref (state);
+    json_t *head = s_msg_head (flight, meta, changed);
+    char *head_text = json_dumps (head, flags);
+    json_decref (head);
+    assert (state_text && head_text);
+    //  "state" is the last member: the head's closing brace gives way to it.
+    size_t head_size = strlen (head_text);
+    assert (head_size > 2 && head_text [head_size - 1] == '}');
+    static const char member [] = ",\"state\":";
+    size_t state_size = strlen (state_text);
+    char *text = (char *) malloc (head_size - 1 + sizeof member - 1 + state_size + 2);
+    assert (text);
+    memcpy (text, head_text, head_size - 1);
+    memcpy (text + head_size - 1, member, sizeof member - 1);
+    memcpy (text + head_size - 1 + sizeof member - 1, state_text, state_size);
+    memcpy (text + head_size - 1 + sizeof member - 1 + state_size, "}", 2);
+    free (head_text);
+    *msg_text = text;
+    if (want_schd)
+        *schd_text = state_text;
+    else {
+        *schd_text = NULL;
+        free (state_text);
+    }
 }

@@ -196,4 +196,11 @@ json_t *mx_flight_state_doc (const mx_flight_t *flight, const mx_tz_t *zone);
 json_t *mx_flight_msg_doc (const mx_flight_t *flight, const mx_event_meta_t *meta,
                            json_t *changed, const mx_tz_t *zone);
 
+//  Both documents of one change as compact text (JSON_COMPACT |
+//  JSON_PRESERVE_ORDER, the bytes json_dumps gives for the two documents
+//  above), the state built once: *msg_text always, *schd_text (the state
+//  document) only when want_schd. Both malloc'd.
+void mx_flight_event_texts (const mx_flight_t *flight, const mx_event_meta_t *meta, json_t *changed,
+                            const mx_tz_t *zone, bool want_schd, char **msg_text, char **schd_text);
+
 #endif
