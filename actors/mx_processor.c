@@ -87,6 +87,8 @@ s_finish (s_processor_t *self, int64_t msg_id, mx_state_t state, mx_error_class_
                              mx_clock_now (self->clock), &error) < 0)
         return s_broken (msg_id, "cannot record the outcome", error);
     mx_metrics_add (mx_metrics_messages (self->current_type, mx_state_name (state)), 1);
+    if (state == MX_STATE_DEAD)
+        mx_metrics_add (mx_metrics_messages_dead (mx_error_class_name (error_class)), 1);
     json_t *fields = json_pack ("{s:I,s:s}", "msg_id", (json_int_t) msg_id, "state", mx_state_name (state));
     if (error_class != MX_ERR_NONE)
         json_object_set_new (fields, "error_class", json_string (mx_error_class_name (error_class)));
@@ -108,8 +110,10 @@ s_fail (s_processor_t *self, int64_t msg_id, mx_error_class_t error_class, const
                            &dead, &error) < 0)
         return s_broken (msg_id, "cannot record a failed attempt", error);
     mx_metrics_add (mx_metrics_messages_failed (mx_error_class_name (error_class)), 1);
-    if (dead)
+    if (dead) {
         mx_metrics_add (mx_metrics_messages (self->current_type, "DEAD"), 1);
+        mx_metrics_add (mx_metrics_messages_dead ("EXHAUSTED"), 1);
+    }
     json_t *fields = json_pack ("{s:I,s:s,s:s}", "msg_id", (json_int_t) msg_id,
                                 "error_class", dead ? "EXHAUSTED" : mx_error_class_name (error_class),
                                 "state", dead ? "DEAD" : "FAILED");
@@ -1041,6 +1045,9 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
     for (size_t i = 0; i < prefix; i++)
         mx_metrics_add (mx_metrics_messages (items [i].terminal.type ? items [i].terminal.type : "-",
                                              mx_state_name (items [i].terminal.state)), 1);
+    for (size_t i = 0; i < prefix; i++)
+        if (items [i].terminal.state == MX_STATE_DEAD)
+            mx_metrics_add (mx_metrics_messages_dead (mx_error_class_name (items [i].terminal.error_class)), 1);
     for (size_t i = 0; i < prefix; i++)
         if (items [i].terminal.state == MX_STATE_DEAD)
             mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:I,s:s,s:s}", "msg_id", (json_int_t) items [i].msg_id,

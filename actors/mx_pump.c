@@ -14,6 +14,7 @@
 
 #include "mx_log.h"
 #include "mx_mailbox.h"
+#include "mx_metrics.h"
 #include "mx_pg.h"
 #include "mx_procstate.h"
 #include "mx_sis.h"
@@ -104,8 +105,10 @@ s_tick (s_pump_t *self)
                              json_pack ("{s:I,s:s,s:s,s:i}", "msg_id", (json_int_t) head.msg_id, "state", "DEAD",
                                         "error_class", "EXHAUSTED", "attempts", head.attempts),
                              "%" PRId64 " DEAD(EXHAUSTED): %s", head.msg_id, why);
-                if (rc == 1)
+                if (rc == 1) {
+                    mx_metrics_add (mx_metrics_messages_dead ("EXHAUSTED"), 1);
                     mx_cmd_send (self->pipe, MX_CMD_MARKS_OWED, (uint64_t) head.msg_id, (uint64_t) head.msg_id);
+                }
                 continue;
             }
             //  4. Backing off: nothing behind it moves.

@@ -508,6 +508,15 @@ mx_metrics_messages_failed (const char *error_class)
 }
 
 mx_metrics_counter_t *
+mx_metrics_messages_dead (const char *error_class)
+{
+    char labels [64];
+    snprintf (labels, sizeof labels, "class=%s", error_class ? error_class : "");
+    return mx_metrics_counter ("msgx_messages_dead_total",
+                               "Messages that ended DEAD, by the error class they ended with", labels);
+}
+
+mx_metrics_counter_t *
 mx_metrics_events_sent (const char *target)
 {
     char labels [64];

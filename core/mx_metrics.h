@@ -77,6 +77,9 @@ mx_metrics_counter_t *mx_metrics_late_arrival (void);           //  msgx_pipelin
 mx_metrics_counter_t *mx_metrics_messages (const char *type, const char *state);
 //  msgx_messages_failed_total{class}: class an error class (INFRA, CODEC_ERROR, ...).
 mx_metrics_counter_t *mx_metrics_messages_failed (const char *error_class);
+//  msgx_messages_dead_total{class}: messages that ended DEAD, by the class
+//  they ended with (MALFORMED, PROTOCOL, EXHAUSTED, ...).
+mx_metrics_counter_t *mx_metrics_messages_dead (const char *error_class);
 mx_metrics_counter_t *mx_metrics_events_sent (const char *target);    //  msgx_events_sent_total{target}
 mx_metrics_counter_t *mx_metrics_events_failed (const char *target);  //  msgx_events_failed_total{target}
 mx_metrics_histogram_t *mx_metrics_batch_size (void);           //  msgx_batch_size (messages per batch)

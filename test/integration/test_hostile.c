@@ -438,12 +438,13 @@ test_xml_attacks_end_dead_and_the_fifo_goes_on (void **state)
                        "is larger than msgx.codec.max-message-bytes (65536)");
     s_expect_terminal (fx, good, "SUCCEEDED||", "");
 
-    //  Counted: every attack is a dead message. (By state and type only:
-    //  msgx_messages_failed_total counts retried attempts, so a dead
-    //  MALFORMED message has no class label anywhere in /metrics.)
+    //  Counted: every attack is a dead message, by type and by class.
     double dead = s_metric (fx, "msgx_messages_total{", "state=\"DEAD\"");
     if (dead != 7)
         fail_msg ("msgx_messages_total{state=\"DEAD\"} sums to %g, expected 7", dead);
+    double malformed = s_metric (fx, "msgx_messages_dead_total{", "class=\"MALFORMED\"");
+    if (malformed != 7)
+        fail_msg ("msgx_messages_dead_total{class=\"MALFORMED\"} is %g, expected 7", malformed);
 }
 
 //  UTF-8 → GB18030 with iconv.
