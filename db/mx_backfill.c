@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "mx_backoff.h"
+#include "mx_bulk.h"
 #include "mx_pg.h"
 #include "mx_procstate.h"
 
@@ -122,10 +123,18 @@ mx_backfill_record (PGconn *conn, const mx_backfill_result_t *results, size_t co
     }
     char *outcomes = json_dumps (list, JSON_COMPACT | JSON_ENSURE_ASCII);
     json_decref (list);
+    int64_t *ids = (int64_t *) calloc (count, sizeof (int64_t));
+    assert (ids);
+    for (size_t i = 0; i < count; i++)
+        ids [i] = results [i].msg_id;
+    char *id_array = mx_bulk_int_array (ids, count);
+    free (ids);
     char now [MX_PG_INT64_BUFSIZE];
-    const char *params [] = { outcomes, mx_pg_int64_text (now_ms, now) };
+    const char *params [] = { outcomes, mx_pg_int64_text (now_ms, now), id_array };
     //  A confirmed mark clears the intent; an abandoned one keeps it (the
-    //  mark is still owed, recover re-arms it); a retry moves next_at.
+    //  mark is still owed, recover re-arms it); a retry moves next_at. The
+    //  ids repeated as msg_id = ANY make the rows probes of the primary
+    //  key: joined to the JSON alone, the planner may hash the whole table.
     int rc = mx_pg_exec (conn,
         "UPDATE proc_state p SET"
         " backfill_at = CASE WHEN o.outcome = 'CONFIRMED' THEN " TS (2) " ELSE p.backfill_at END,"
@@ -138,9 +147,10 @@ mx_backfill_record (PGconn *conn, const mx_backfill_result_t *results, size_t co
         " updated_at = " TS (2)
         " FROM json_to_recordset ($1::json) AS o (msg_id bigint, outcome text, attempts integer,"
         "   next_at bigint, error text)"
-        " WHERE p.msg_id = o.msg_id",
-        2, params, NULL, error);
+        " WHERE p.msg_id = ANY ($3::bigint[]) AND p.msg_id = o.msg_id",
+        3, params, NULL, error);
     free (outcomes);
+    free (id_array);
     if (rc) {
         s_rollback (conn);
         return -1;

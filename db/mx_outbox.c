@@ -21,9 +21,13 @@
 #define S_SOURCE \
     " CASE WHEN coalesce (p.msg_type, h.msg_type) IS NULL THEN NULL" \
     "      ELSE coalesce (p.msg_type, h.msg_type) || coalesce ('/' || coalesce (p.msg_styp, h.msg_styp), '') END"
+//  Each a probe of the primary key per event (LIMIT 1 keeps the planner
+//  from joining, and so from hashing a whole table).
 #define S_SOURCE_JOIN(alias) \
-    " LEFT JOIN proc_state p ON p.msg_id = " alias ".msg_id" \
-    " LEFT JOIN proc_state_hst h ON h.msg_id = " alias ".msg_id AND p.msg_id IS NULL"
+    " LEFT JOIN LATERAL (SELECT msg_id, msg_type, msg_styp FROM proc_state" \
+    "  WHERE msg_id = " alias ".msg_id LIMIT 1) p ON true" \
+    " LEFT JOIN LATERAL (SELECT msg_type, msg_styp FROM proc_state_hst" \
+    "  WHERE msg_id = " alias ".msg_id AND p.msg_id IS NULL LIMIT 1) h ON true"
 
 //  Column order of both takes.
 enum {
@@ -108,12 +112,28 @@ mx_outbox_take (PGconn *conn, const char *target, size_t limit, int64_t now_ms,
     char limit_text [MX_PG_INT64_BUFSIZE];
     const char *params [] = { target, mx_pg_int64_text ((int64_t) limit, limit_text) };
     PGresult *res = NULL;
+    //  A walk down msg_event_pending_idx, one row at a time from the
+    //  head: each step is "the next PENDING row of the target", a probe
+    //  that only that index answers in order, so the plan holds whatever
+    //  the statistics say. One statement for the whole batch would be
+    //  planned from the estimated backlog; estimated small, it reads and
+    //  sorts every PENDING row, and as those are the newest, the primary
+    //  key order crosses every SENT row first.
     if (mx_pg_exec (conn,
-            "SELECT e.event_id, e.flid, e.partition_key, e.event_type, e.state_version, coalesce (e.msg_id, 0),"
+            "WITH RECURSIVE walk (event_id, n) AS ("
+            "  SELECT 0::bigint, 0::bigint"
+            "  UNION ALL"
+            "  SELECT m.event_id, w.n + 1 FROM walk w"
+            "  CROSS JOIN LATERAL (SELECT event_id FROM msg_event"
+            "   WHERE (target, event_id) > ($1::text, w.event_id) AND target <= $1::text AND state = 'PENDING'"
+            "   ORDER BY target, event_id LIMIT 1) m"
+            "  WHERE w.n < $2::bigint)"
+            " SELECT e.event_id, e.flid, e.partition_key, e.event_type, e.state_version, coalesce (e.msg_id, 0),"
             " e.payload," S_SOURCE ", e.attempts, " MS ("e.next_attempt_at")
-            " FROM (SELECT * FROM msg_event WHERE target = $1 AND state = 'PENDING'"
-            "       ORDER BY event_id LIMIT $2::bigint) e"
+            " FROM walk w"
+            " CROSS JOIN LATERAL (SELECT * FROM msg_event WHERE event_id = w.event_id LIMIT 1) e"
             S_SOURCE_JOIN ("e")
+            " WHERE w.n > 0"
             " ORDER BY e.event_id",
             2, params, &res, error))
         return -1;
@@ -142,18 +162,33 @@ mx_outbox_take_schd (PGconn *conn, size_t limit, int64_t now_ms, mx_outbox_batch
     //  The newest event of a FLID is the last one committed: versions rise
     //  with event_id while a flight lives, and event_id still orders right
     //  when a FLID comes back after the history sweep with fresh versions.
+    //  Two probes of msg_event_schd_open_idx per FLID with PENDING events:
+    //  the walk from one FLID to the next finds its oldest event, then its
+    //  newest; whole rows are read for the FLIDs taken only. The cost
+    //  follows the FLIDs waiting, not the events. The walk starts below
+    //  any FLID so that every step is the same parameterised probe.
     if (mx_pg_exec (conn,
-            "WITH pending AS ("
-            "  SELECT DISTINCT ON (flid) event_id, flid, partition_key, event_type, state_version, msg_id,"
-            "   payload, attempts, next_attempt_at, min (event_id) OVER (PARTITION BY flid) AS first_id"
-            "  FROM msg_event WHERE target = '" MX_OUTBOX_TARGET_SCHD "' AND state = 'PENDING'"
-            "  ORDER BY flid, event_id DESC)"
+            "WITH RECURSIVE walk (flid, first_id) AS ("
+            "  SELECT (-9223372036854775807 - 1)::bigint, NULL::bigint"
+            "  UNION ALL"
+            "  SELECT n.flid, n.event_id FROM walk w"
+            "  CROSS JOIN LATERAL (SELECT flid, event_id FROM msg_event"
+            "   WHERE target = '" MX_OUTBOX_TARGET_SCHD "' AND state = 'PENDING' AND flid > w.flid"
+            "   ORDER BY flid, event_id LIMIT 1) n),"
+            " heads AS ("
+            "  SELECT w.first_id, n.event_id FROM walk w"
+            "  CROSS JOIN LATERAL (SELECT event_id, next_attempt_at FROM msg_event"
+            "   WHERE target = '" MX_OUTBOX_TARGET_SCHD "' AND state = 'PENDING' AND flid = w.flid"
+            "   ORDER BY event_id DESC LIMIT 1) n"
+            "  WHERE w.first_id IS NOT NULL"
+            "  AND (n.next_attempt_at IS NULL OR n.next_attempt_at <= " TS (2) ")"
+            "  ORDER BY w.first_id LIMIT $1::bigint)"
             " SELECT r.event_id, r.flid, r.partition_key, r.event_type, r.state_version, coalesce (r.msg_id, 0),"
             "  r.payload," S_SOURCE ", r.attempts, " MS ("r.next_attempt_at")
-            " FROM (SELECT * FROM pending WHERE next_attempt_at IS NULL OR next_attempt_at <= " TS (2)
-            "       ORDER BY first_id LIMIT $1::bigint) r"
+            " FROM heads s"
+            " CROSS JOIN LATERAL (SELECT * FROM msg_event WHERE event_id = s.event_id LIMIT 1) r"
             S_SOURCE_JOIN ("r")
-            " ORDER BY r.first_id",
+            " ORDER BY s.first_id",
             2, params, &res, error))
         return -1;
     int rows = PQntuples (res);
@@ -193,8 +228,12 @@ mx_outbox_mark_sent (PGconn *conn, const int64_t *event_ids, size_t count, int64
 {
     assert (conn && (event_ids || count == 0));
     return s_mark (conn,
-        "UPDATE msg_event SET state = 'SENT', sent_at = " TS (2)
-        " WHERE event_id = ANY ($1::bigint[]) AND state = 'PENDING'",
+        //  Joined to the ids, each row is a probe of the primary key; with
+        //  event_id = ANY the planner may AND in msg_event_pending_idx, a
+        //  scan of the whole backlog.
+        "UPDATE msg_event e SET state = 'SENT', sent_at = " TS (2)
+        " FROM unnest ($1::bigint[]) AS u (id)"
+        " WHERE e.event_id = u.id AND e.state = 'PENDING'",
         event_ids, count, now_ms, marked, error);
 }
 
@@ -203,13 +242,25 @@ mx_outbox_mark_schd_sent (PGconn *conn, const int64_t *event_ids, size_t count, 
                           char **error)
 {
     assert (conn && (event_ids || count == 0));
+    //  Each acknowledged event by its key, then its FLID's PENDING events
+    //  up to it by msg_event_schd_open_idx (OFFSET 0 keeps that a probe per
+    //  FLID, never a join of the target's whole backlog), then the rows
+    //  changed by their keys again.
     return s_mark (conn,
-        "UPDATE msg_event e SET state = 'SENT', sent_at = " TS (2) ","
-        " merged_into = CASE WHEN e.event_id = s.event_id THEN NULL ELSE s.event_id END"
-        " FROM (SELECT event_id, flid FROM msg_event WHERE event_id = ANY ($1::bigint[])"
-        "       AND target = '" MX_OUTBOX_TARGET_SCHD "') s"
-        " WHERE e.target = '" MX_OUTBOX_TARGET_SCHD "' AND e.state = 'PENDING'"
-        " AND e.flid = s.flid AND e.event_id <= s.event_id",
+        "WITH acked AS ("
+        "  SELECT a.event_id, a.flid FROM unnest ($1::bigint[]) AS u (id)"
+        "  CROSS JOIN LATERAL (SELECT event_id, flid FROM msg_event"
+        "   WHERE event_id = u.id AND target = '" MX_OUTBOX_TARGET_SCHD "' LIMIT 1) a),"
+        " merged AS ("
+        "  SELECT m.event_id, a.event_id AS into_id FROM acked a"
+        "  CROSS JOIN LATERAL (SELECT event_id FROM msg_event"
+        "   WHERE target = '" MX_OUTBOX_TARGET_SCHD "' AND state = 'PENDING'"
+        "   AND flid = a.flid AND event_id <= a.event_id OFFSET 0) m)"
+        " UPDATE msg_event e SET state = 'SENT', sent_at = " TS (2) ","
+        " merged_into = CASE WHEN e.event_id = m.into_id THEN NULL ELSE m.into_id END"
+        " FROM merged m"
+        " WHERE e.event_id = ANY (ARRAY (SELECT event_id FROM merged)) AND e.event_id = m.event_id"
+        " AND e.state = 'PENDING'",
         event_ids, count, now_ms, marked, error);
 }
 

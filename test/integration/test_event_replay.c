@@ -258,8 +258,16 @@ s_read_all (fixture_t *fx)
     for (int t = 0; t < 2; t++)
         for (int32_t p = 0; p < PARTITIONS; p++) {
             int64_t low = 0, high = 0;
-            rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets (fx->consumer, topics [t], p, &low, &high,
-                                                                        WAIT_MS);
+            rd_kafka_resp_err_t err;
+            //  After the outage the consumer's metadata may still show the
+            //  partition without a leader ("Unknown partition"): ask the
+            //  brokers again (a blocking metadata round trip) and retry.
+            while ((err = rd_kafka_query_watermark_offsets (fx->consumer, topics [t], p, &low, &high, WAIT_MS))
+                   == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION && zclock_mono () < deadline) {
+                const struct rd_kafka_metadata *metadata = NULL;
+                if (rd_kafka_metadata (fx->consumer, 1, NULL, &metadata, WAIT_MS) == RD_KAFKA_RESP_ERR_NO_ERROR)
+                    rd_kafka_metadata_destroy (metadata);
+            }
             if (err)
                 fail_msg ("watermarks of %s [%d]: %s", topics [t], p, rd_kafka_err2str (err));
             while (true) {
