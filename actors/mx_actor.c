@@ -21,6 +21,9 @@ s_start (zactor_fn *fn, void *args, const char *role, bool paused, int timeout_m
     }
     if (role)
         mx_cmd_send (zactor_sock (actor), MX_CMD_ROLE, role, paused ? 1 : 0);
+    else
+    if (paused)
+        mx_cmd_send (zactor_sock (actor), MX_CMD_PAUSE);
     mx_cmd_send (zactor_sock (actor), MX_CMD_START);
     zmsg_t *rest = NULL;
     mx_cmd_t reply = mx_cmd_recv_timeout (zactor_sock (actor), timeout_ms, &rest);
@@ -49,6 +52,12 @@ zactor_t *
 mx_actor_start (zactor_fn *fn, void *args, int timeout_ms, char **detail, char **error)
 {
     return s_start (fn, args, NULL, false, timeout_ms, detail, error);
+}
+
+zactor_t *
+mx_actor_start_pipeline (zactor_fn *fn, void *args, bool paused, int timeout_ms, char **detail, char **error)
+{
+    return s_start (fn, args, NULL, paused, timeout_ms, detail, error);
 }
 
 zactor_t *

@@ -56,6 +56,11 @@ bool mx_actor_is_service (const mx_actor_def_t *def);
 zactor_t *mx_actor_start (zactor_fn *fn, void *args, int timeout_ms,
                           char **detail, char **error);
 
+//  The same for a pipeline actor; paused sends PAUSE before START, so that
+//  it never claims work in the moment between its start and the pause.
+zactor_t *mx_actor_start_pipeline (zactor_fn *fn, void *args, bool paused, int timeout_ms,
+                                   char **detail, char **error);
+
 //  The same for a service actor: ROLE (role, paused) goes before START, so
 //  the actor knows the instance's role before it serves anything.
 zactor_t *mx_actor_start_service (zactor_fn *fn, void *args, const char *role, bool paused,

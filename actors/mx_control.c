@@ -168,8 +168,8 @@ s_children_start (s_control_t *self, bool services, char **error)
             ? mx_actor_start_service (self->args->children [i].fn, &child->args,
                                       s_role_names [self->role], self->paused,
                                       CHILD_START_TIMEOUT_MS, &detail, &why)
-            : mx_actor_start (self->args->children [i].fn, &child->args,
-                              CHILD_START_TIMEOUT_MS, &detail, &why);
+            : mx_actor_start_pipeline (self->args->children [i].fn, &child->args, self->paused,
+                                       CHILD_START_TIMEOUT_MS, &detail, &why);
         if (!child->actor) {
             *error = zsys_sprintf ("actor %s did not start: %s", child->args.name, why);
             free (why);
@@ -179,8 +179,6 @@ s_children_start (s_control_t *self, bool services, char **error)
         self->children_started++;
         mx_info (ACTOR, "started actor %s: %s", child->args.name, detail);
         free (detail);
-        if (self->paused && !services)
-            mx_cmd_send (zactor_sock (child->actor), MX_CMD_PAUSE);
     }
     return 0;
 }
