@@ -650,9 +650,15 @@ test_a_standby_refuses (void **state)
     fixture_t *fx = *state;
     int64_t dead = s_event (fx, "KAFKA:msg", 102, 1, "DEAD");
     s_instance_start (fx, 0);
-    s_instance_start (fx, 1);
+    //  START_OK comes before the lock attempt, a status reply after it:
+    //  instance 0 holds the lock before instance 1 tries.
     char *out = NULL, *err = NULL;
     const char *status [] = { "--json", "status", NULL };
+    assert_int_equal (s_ctl (fx, 0, &out, &err, status), 0);
+    assert_non_null (strstr (out, "\"role\": \"active\""));
+    free (out);
+    free (err);
+    s_instance_start (fx, 1);
     assert_int_equal (s_ctl (fx, 1, &out, &err, status), 0);
     assert_non_null (strstr (out, "\"role\": \"standby\""));
     free (out);
