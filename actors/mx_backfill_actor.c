@@ -214,19 +214,11 @@ s_recover (s_backfill_t *self, json_t *args, bool *ok)
     const char *user = json_string_value (json_object_get (args, "os_user"));
     if (all == (id_list != NULL))
         return strdup ("backfill recover needs exactly one of --id N... or --all");
-    size_t count = json_array_size (id_list);
-    if (id_list && (!json_is_array (id_list) || count == 0))
-        return strdup ("backfill recover --id needs at least one message ID");
-    int64_t *ids = (int64_t *) calloc (count + 1, sizeof (int64_t));
-    assert (ids);
-    for (size_t i = 0; i < count; i++) {
-        json_t *item = json_array_get (id_list, i);
-        if (!json_is_integer (item) || json_integer_value (item) <= 0) {
-            free (ids);
-            return strdup ("message IDs must be positive integers");
-        }
-        ids [i] = json_integer_value (item);
-    }
+    size_t count;
+    int64_t *ids;
+    char *refused = mx_actor_admin_ids (id_list, "backfill recover --id", "message", &ids, &count);
+    if (refused)
+        return refused;
     if (s_pg (self)) {
         free (ids);
         return strdup ("PostgreSQL unreachable: nothing re-armed");

@@ -325,19 +325,11 @@ s_replay_events (s_dispatcher_t *self, json_t *args, bool *ok)
     const char *user = json_string_value (json_object_get (args, "os_user"));
     if (!!id_list == all)
         return strdup ("replay --events needs exactly one of --ids N[,N...] or --all");
-    size_t count = json_array_size (id_list);
-    if (id_list && (!json_is_array (id_list) || count == 0))
-        return strdup ("replay --events --ids needs at least one event ID");
-    int64_t *ids = (int64_t *) calloc (count + 1, sizeof (int64_t));
-    assert (ids);
-    for (size_t i = 0; i < count; i++) {
-        json_t *item = json_array_get (id_list, i);
-        if (!json_is_integer (item) || json_integer_value (item) <= 0) {
-            free (ids);
-            return strdup ("event IDs must be positive integers");
-        }
-        ids [i] = json_integer_value (item);
-    }
+    size_t count;
+    int64_t *ids;
+    char *refused = mx_actor_admin_ids (id_list, "replay --events --ids", "event", &ids, &count);
+    if (refused)
+        return refused;
     if (!dry_run && !yes) {
         free (ids);
         return strdup ("replay --events sends dead events again: add --yes to act, or --dry-run to look first");

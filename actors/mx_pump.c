@@ -215,18 +215,11 @@ s_replay (s_pump_t *self, json_t *args, bool *ok)
             return zsys_sprintf ("class '%s' is not replayable: only CODEC_ERROR, UNSUPPORTED, INFRA, EXHAUSTED",
                                  class_name);
     }
-    size_t count = json_array_size (id_list);
-    if (id_list && (!json_is_array (id_list) || count == 0))
-        return strdup ("replay --id needs at least one message ID");
-    int64_t *ids = (int64_t *) calloc (count + 1, sizeof (int64_t));
-    for (size_t i = 0; i < count; i++) {
-        json_t *item = json_array_get (id_list, i);
-        if (!json_is_integer (item) || json_integer_value (item) <= 0) {
-            free (ids);
-            return strdup ("message IDs must be positive integers");
-        }
-        ids [i] = json_integer_value (item);
-    }
+    size_t count;
+    int64_t *ids;
+    char *refused = mx_actor_admin_ids (id_list, "replay --id", "message", &ids, &count);
+    if (refused)
+        return refused;
     if (!dry_run && !yes) {
         free (ids);
         return strdup ("replay changes the FIFO: add --yes to act, or --dry-run to look first");
