@@ -8,6 +8,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <ftw.h>
+#include <iconv.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
@@ -791,4 +792,24 @@ mx_testmb_configure (mx_testmb_t *mb, mx_config_t *config, const char *time_zone
     for (size_t i = 0; i < sizeof settings / sizeof settings [0]; i++)
         if (mx_config_set (config, settings [i][0], settings [i][1], NULL))
             s_fail ("config %s = %s refused", settings [i][0], settings [i][1]);
+}
+
+char *
+mx_testenv_to_gb18030 (const char *text, size_t *size_p)
+{
+    iconv_t cd = iconv_open ("GB18030", "UTF-8");
+    if (cd == (iconv_t) -1)
+        s_fail ("iconv cannot convert UTF-8 to GB18030: %s", strerror (errno));
+    size_t in_left = strlen (text);
+    size_t out_size = in_left * 2 + 1;      //  GB18030 needs at most 4 bytes for UTF-8's 2..4
+    char *out = (char *) calloc (1, out_size);
+    assert (out);
+    char *in = (char *) text;
+    char *cursor = out;
+    size_t out_left = out_size - 1;
+    if (iconv (cd, &in, &in_left, &cursor, &out_left) == (size_t) -1)
+        s_fail ("iconv UTF-8 -> GB18030: %s", strerror (errno));
+    iconv_close (cd);
+    *size_p = (size_t) (cursor - out);
+    return out;
 }

@@ -134,6 +134,11 @@ void
 void
     mx_testmb_configure (mx_testmb_t *mb, mx_config_t *config, const char *time_zone);
 
+//  text (UTF-8) converted to GB18030 with iconv, as a real GB18030 sender
+//  writes it; *size_p gets the byte count (the result is NUL-terminated).
+char *
+    mx_testenv_to_gb18030 (const char *text, size_t *size_p);
+
 //  A loopback TCP port nobody uses now: bound to port 0, then released.
 int
     mx_testenv_free_port (void);

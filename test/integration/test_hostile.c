@@ -22,7 +22,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <iconv.h>
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -447,24 +446,6 @@ test_xml_attacks_end_dead_and_the_fifo_goes_on (void **state)
         fail_msg ("msgx_messages_dead_total{class=\"MALFORMED\"} is %g, expected 7", malformed);
 }
 
-//  UTF-8 → GB18030 with iconv.
-static char *
-s_to_gb18030 (const char *utf8, size_t *size_p)
-{
-    iconv_t cd = iconv_open ("GB18030", "UTF-8");
-    assert_true (cd != (iconv_t) -1);
-    size_t in_left = strlen (utf8);
-    size_t out_size = in_left * 2 + 1;
-    char *out = calloc (1, out_size);
-    char *in = (char *) utf8;
-    char *cursor = out;
-    size_t out_left = out_size - 1;
-    assert_true (iconv (cd, &in, &in_left, &cursor, &out_left) != (size_t) -1);
-    iconv_close (cd);
-    *size_p = (size_t) (cursor - out);
-    return out;
-}
-
 //  WIRE.md §2 on encodings, through the daemon.
 static void
 test_encodings_per_wire_format (void **state)
@@ -498,7 +479,7 @@ test_encodings_per_wire_format (void **state)
                                   "<TYPE>ABNR</TYPE><STYP>ADD</STYP></META><RECS>1</RECS><ABNR>"
                                   "<ANRC>G3</ANRC><ARDC>\xe4\xba\xba\xe5\x91\x98</ARDC></ABNR></MSG>");
     size_t gb_size;
-    char *gb = s_to_gb18030 (gb_body, &gb_size);
+    char *gb = mx_testenv_to_gb18030 (gb_body, &gb_size);
     char *text = NULL;
     assert_int_equal (s_post (fx, "application/xml", gb, gb_size, &text), 400);
     assert_non_null (strstr (text, "body is not valid UTF-8"));

@@ -11,13 +11,13 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <iconv.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "mx_sis_body.h"
+#include "mx_testenv.h"
 #include "mx_tz.h"
 
 #define S_MAX_BYTES (16u * 1024 * 1024)
@@ -1375,24 +1375,6 @@ test_reference (void **state)
 // ---------------------------------------------------------------------------
 //  GB18030
 
-static char *
-s_to_gb18030 (const char *utf8, size_t *size_p)
-{
-    iconv_t cd = iconv_open ("GB18030", "UTF-8");
-    assert_true (cd != (iconv_t) -1);
-    size_t in_left = strlen (utf8);
-    size_t out_size = in_left * 2 + 1;
-    char *out = calloc (1, out_size);
-    assert_non_null (out);
-    char *in = (char *) utf8;
-    char *cursor = out;
-    size_t out_left = out_size - 1;
-    assert_true (iconv (cd, &in, &in_left, &cursor, &out_left) != (size_t) -1);
-    iconv_close (cd);
-    *size_p = (size_t) (cursor - out);
-    return out;
-}
-
 static void
 test_gb18030 (void **state)
 {
@@ -1406,7 +1388,7 @@ test_gb18030 (void **state)
                            strstr (xml, "<MSG"));
     free (xml);
     size_t size;
-    char *gb = s_to_gb18030 (declared, &size);
+    char *gb = mx_testenv_to_gb18030 (declared, &size);
     free (declared);
     //  The bytes really are GB18030, not UTF-8 ("由" is D3 C9).
     assert_non_null (memmem (gb, size, "\xD3\xC9", 2));

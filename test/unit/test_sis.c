@@ -8,7 +8,6 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
-#include <iconv.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -20,6 +19,7 @@
 #include <libxml/parser.h>
 
 #include "mx_sis.h"
+#include "mx_testenv.h"
 #include "mx_tz.h"
 
 #define S_MAX_BYTES (16u * 1024 * 1024)
@@ -485,24 +485,6 @@ test_size_limit (void **state)
     free (xml);
 }
 
-//  UTF-8 → GB18030 with iconv, as a real GB18030 sender would write it.
-static char *
-s_to_gb18030 (const char *utf8, size_t *size_p)
-{
-    iconv_t cd = iconv_open ("GB18030", "UTF-8");
-    assert_true (cd != (iconv_t) -1);
-    size_t in_left = strlen (utf8);
-    size_t out_size = in_left * 2 + 1;
-    char *out = calloc (1, out_size);
-    char *in = (char *) utf8;
-    char *cursor = out;
-    size_t out_left = out_size - 1;
-    assert_true (iconv (cd, &in, &in_left, &cursor, &out_left) != (size_t) -1);
-    iconv_close (cd);
-    *size_p = (size_t) (cursor - out);
-    return out;
-}
-
 static void
 test_encodings (void **state)
 {
@@ -519,7 +501,7 @@ test_encodings (void **state)
     assert_true (asprintf (&utf8_gb, "<?xml version=\"1.0\" encoding=\"GB18030\"?>\n%s",
                            strstr (xml, "<MSG")) > 0);
     size_t gb_size;
-    char *gb = s_to_gb18030 (utf8_gb, &gb_size);
+    char *gb = mx_testenv_to_gb18030 (utf8_gb, &gb_size);
     free (utf8_gb);
     assert_non_null (memmem (gb, gb_size, "\xC8\xCB\xD4\xB1\xB0\xB2\xC5\xC5", 8));
     mx_sis_options_t options = s_options ();
