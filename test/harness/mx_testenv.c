@@ -25,6 +25,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 
 #include <setjmp.h>
 #include <cmocka.h>
@@ -812,4 +813,73 @@ mx_testenv_to_gb18030 (const char *text, size_t *size_p)
     iconv_close (cd);
     *size_p = (size_t) (cursor - out);
     return out;
+}
+
+int
+mx_testhttp_exchange (int port, const char *request, int timeout_s, char **head, char **body)
+{
+    int fd = socket (AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        s_fail ("socket: %s", strerror (errno));
+    struct timeval timeout = { .tv_sec = timeout_s };
+    setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons ((uint16_t) port) };
+    addr.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+    if (connect (fd, (struct sockaddr *) &addr, sizeof addr))
+        s_fail ("connect to 127.0.0.1:%d: %s", port, strerror (errno));
+    size_t length = strlen (request);
+    if (send (fd, request, length, MSG_NOSIGNAL) != (ssize_t) length)
+        s_fail ("send to 127.0.0.1:%d: %s", port, strerror (errno));
+    size_t size = 0, capacity = 8192;
+    char *data = (char *) malloc (capacity);
+    assert (data);
+    while (true) {
+        if (size + 1 >= capacity) {
+            capacity *= 2;
+            data = (char *) realloc (data, capacity);
+            assert (data);
+        }
+        ssize_t got = recv (fd, data + size, capacity - size - 1, 0);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            s_fail ("no HTTP reply from 127.0.0.1:%d within %d s", port, timeout_s);
+        if (got == 0)
+            break;
+        size += (size_t) got;
+    }
+    close (fd);
+    data [size] = '\0';
+    int status = 0;
+    char *end = strstr (data, "\r\n\r\n");
+    if (!end || sscanf (data, "HTTP/1.%*d %d", &status) != 1)
+        s_fail ("not an HTTP reply: %.200s", data);
+    *body = s_strdup (end + 4);
+    *end = '\0';
+    *head = data;
+    return status;
+}
+
+int
+mx_testhttp_get (int port, const char *path, int timeout_s, char **head, char **body)
+{
+    char request [512];
+    snprintf (request, sizeof request, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path);
+    return mx_testhttp_exchange (port, request, timeout_s, head, body);
+}
+
+const char *
+mx_testhttp_sample (const char *body, const char *series, char *buf, size_t size)
+{
+    size_t key_size = strlen (series) + 3;
+    char *key = (char *) malloc (key_size);
+    assert (key);
+    snprintf (key, key_size, "\n%s ", series);
+    const char *at = strstr (body, key);
+    free (key);
+    if (!at)
+        s_fail ("no sample for %s in:\n%s", series, body);
+    at += strlen (series) + 2;
+    snprintf (buf, size, "%.*s", (int) strcspn (at, "\n"), at);
+    return buf;
 }

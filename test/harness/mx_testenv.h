@@ -139,6 +139,24 @@ void
 char *
     mx_testenv_to_gb18030 (const char *text, size_t *size_p);
 
+//  One HTTP/1.1 exchange with 127.0.0.1:port: sends request as it is, reads
+//  until the server closes (the request should say Connection: close).
+//  Returns the status; *head (status line and headers) and *body are
+//  malloc'd. No connection, no reply within timeout_s, or a reply that is
+//  not HTTP fails the test.
+int
+    mx_testhttp_exchange (int port, const char *request, int timeout_s, char **head, char **body);
+
+//  GET path, with Connection: close.
+int
+    mx_testhttp_get (int port, const char *path, int timeout_s, char **head, char **body);
+
+//  The value of one sample (series = name with its labels, exactly as
+//  rendered) in a Prometheus text body, copied into buf; fails the test
+//  when the series is not there.
+const char *
+    mx_testhttp_sample (const char *body, const char *series, char *buf, size_t size);
+
 //  A loopback TCP port nobody uses now: bound to port 0, then released.
 int
     mx_testenv_free_port (void);

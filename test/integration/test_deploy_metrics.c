@@ -100,38 +100,9 @@ typedef struct {
 static void
 s_get (int port, const char *path, reply_t *reply)
 {
-    int fd = socket (AF_INET, SOCK_STREAM, 0);
-    assert_true (fd >= 0);
-    struct timeval timeout = { .tv_sec = IO_TIMEOUT_S };
-    setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-    struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons ((uint16_t) port) };
-    addr.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
-    if (connect (fd, (struct sockaddr *) &addr, sizeof addr))
-        fail_msg ("connect to 127.0.0.1:%d: %s", port, strerror (errno));
-    char request [256];
-    int length = snprintf (request, sizeof request,
-                           "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path);
-    assert_int_equal (send (fd, request, (size_t) length, MSG_NOSIGNAL), length);
-    zchunk_t *data = zchunk_new (NULL, 8192);
-    char buffer [8192];
-    while (true) {
-        ssize_t got = recv (fd, buffer, sizeof buffer, 0);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0)
-            fail_msg ("no reply from %s within %d s", path, IO_TIMEOUT_S);
-        if (got == 0)
-            break;
-        zchunk_extend (data, buffer, (size_t) got);
-    }
-    close (fd);
-    zchunk_extend (data, "", 1);
-    const char *text = (const char *) zchunk_data (data);
-    const char *end = strstr (text, "\r\n\r\n");
-    if (!end || sscanf (text, "HTTP/1.%*d %d", &reply->status) != 1)
-        fail_msg ("not an HTTP reply: %s", text);
-    reply->body = strdup (end + 4);
-    zchunk_destroy (&data);
+    char *head = NULL;
+    reply->status = mx_testhttp_get (port, path, IO_TIMEOUT_S, &head, &reply->body);
+    free (head);
 }
 
 //  Metric families of a Prometheus text body: name -> type.

@@ -144,71 +144,20 @@ s_start (fixture_t *fx, bool with_metrics)
 static void
 s_get (fixture_t *fx, const char *path, reply_t *reply)
 {
-    int fd = socket (AF_INET, SOCK_STREAM, 0);
-    assert_true (fd >= 0);
-    struct timeval timeout = { .tv_sec = IO_TIMEOUT_S };
-    setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-    struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons ((uint16_t) fx->port) };
-    addr.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
-    if (connect (fd, (struct sockaddr *) &addr, sizeof addr))
-        fail_msg ("connect to 127.0.0.1:%d: %s", fx->port, strerror (errno));
-    char request [256];
-    int length = snprintf (request, sizeof request,
-                           "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path);
-    assert_int_equal (send (fd, request, (size_t) length, MSG_NOSIGNAL), length);
-    size_t size = 0, capacity = 8192;
-    char *data = malloc (capacity);
-    assert_non_null (data);
-    while (true) {
-        if (size + 1 >= capacity) {
-            capacity *= 2;
-            data = realloc (data, capacity);
-            assert_non_null (data);
-        }
-        ssize_t got = recv (fd, data + size, capacity - size - 1, 0);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            fail_msg ("no reply within %d s", IO_TIMEOUT_S);
-        if (got <= 0)
-            break;
-        size += (size_t) got;
-    }
-    close (fd);
-    data [size] = '\0';
-    char *end = strstr (data, "\r\n\r\n");
-    reply->status = 0;
-    if (!end || sscanf (data, "HTTP/1.%*d %d", &reply->status) != 1)
-        fail_msg ("not an HTTP reply: %s", data);
-    reply->body = strdup (end + 4);
-    *end = '\0';
+    char *head = NULL;
+    reply->status = mx_testhttp_get (fx->port, path, IO_TIMEOUT_S, &head, &reply->body);
     if (strstr (path, "metrics"))
-        assert_non_null (strstr (data, "Content-Type: text/plain; version=0.0.4"));
+        assert_non_null (strstr (head, "Content-Type: text/plain; version=0.0.4"));
     else
-        assert_non_null (strstr (data, "Content-Type: application/json"));
-    free (data);
-}
-
-//  The sample value of series (name with labels) in a /metrics body.
-static const char *
-s_sample (const char *body, const char *series, char *buf, size_t size)
-{
-    char *key = zsys_sprintf ("\n%s ", series);
-    const char *at = strstr (body, key);
-    if (!at)
-        fail_msg ("no sample for %s in:\n%s", series, body);
-    at += strlen (key);
-    free (key);
-    size_t length = strcspn (at, "\n");
-    snprintf (buf, size, "%.*s", (int) length, at);
-    return buf;
+        assert_non_null (strstr (head, "Content-Type: application/json"));
+    free (head);
 }
 
 static void
 s_expect_sample (const char *body, const char *series, const char *expected)
 {
     char buf [64];
-    assert_string_equal (s_sample (body, series, buf, sizeof buf), expected);
+    assert_string_equal (mx_testhttp_sample (body, series, buf, sizeof buf), expected);
 }
 
 //  Known rows: W = 5; 3 messages waiting (oldest received 60 s before

@@ -185,42 +185,7 @@ s_ctl (fixture_t *fx, daemon_t *daemon, const char *const *words, char **out, ch
 static void
 s_http (int port, const char *request, reply_t *reply)
 {
-    int fd = socket (AF_INET, SOCK_STREAM, 0);
-    assert_true (fd >= 0);
-    struct timeval timeout = { .tv_sec = IO_TIMEOUT_S };
-    setsockopt (fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-    struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons ((uint16_t) port) };
-    addr.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
-    if (connect (fd, (struct sockaddr *) &addr, sizeof addr))
-        fail_msg ("connect to 127.0.0.1:%d: %s", port, strerror (errno));
-    size_t length = strlen (request);
-    assert_int_equal (send (fd, request, length, MSG_NOSIGNAL), (ssize_t) length);
-    size_t size = 0, capacity = 8192;
-    char *data = malloc (capacity);
-    assert_non_null (data);
-    while (true) {
-        if (size + 1 >= capacity) {
-            capacity *= 2;
-            data = realloc (data, capacity);
-            assert_non_null (data);
-        }
-        ssize_t got = recv (fd, data + size, capacity - size - 1, 0);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            fail_msg ("no HTTP reply within %d s", IO_TIMEOUT_S);
-        if (got <= 0)
-            break;
-        size += (size_t) got;
-    }
-    close (fd);
-    data [size] = '\0';
-    char *end = strstr (data, "\r\n\r\n");
-    if (!end || sscanf (data, "HTTP/1.%*d %d", &reply->status) != 1)
-        fail_msg ("not an HTTP reply: %s", data);
-    reply->body = strdup (end + 4);
-    *end = '\0';
-    reply->head = data;
+    reply->status = mx_testhttp_exchange (port, request, IO_TIMEOUT_S, &reply->head, &reply->body);
 }
 
 static void
@@ -253,25 +218,11 @@ s_reply_free (reply_t *reply)
     free (reply->body);
 }
 
-//  The sample of series in a /metrics body, as text.
-static const char *
-s_sample (const char *body, const char *series, char *buf, size_t size)
-{
-    char *key = zsys_sprintf ("\n%s ", series);
-    const char *at = strstr (body, key);
-    if (!at)
-        fail_msg ("no sample for %s in:\n%s", series, body);
-    at += strlen (key);
-    free (key);
-    snprintf (buf, size, "%.*s", (int) strcspn (at, "\n"), at);
-    return buf;
-}
-
 static void
 s_expect_sample (const char *body, const char *series, const char *expected)
 {
     char buf [64];
-    assert_string_equal (s_sample (body, series, buf, sizeof buf), expected);
+    assert_string_equal (mx_testhttp_sample (body, series, buf, sizeof buf), expected);
 }
 
 static const char *
