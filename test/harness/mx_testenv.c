@@ -883,3 +883,60 @@ mx_testhttp_sample (const char *body, const char *series, char *buf, size_t size
     snprintf (buf, size, "%.*s", (int) strcspn (at, "\n"), at);
     return buf;
 }
+
+rd_kafka_t *
+mx_testkafka_consumer (mx_testkafka_t *self, const char *group, const char *topic_a, const char *topic_b,
+                       int partitions)
+{
+    char errstr [512];
+    rd_kafka_conf_t *conf = rd_kafka_conf_new ();
+    const char *settings [][2] = {
+        { "bootstrap.servers", mx_testkafka_bootstraps (self) },
+        { "group.id", group },
+        { "enable.auto.commit", "false" },
+        { "enable.partition.eof", "false" },
+        { "log_level", "2" },
+        { "fetch.wait.max.ms", "10" },
+    };
+    for (size_t i = 0; i < sizeof settings / sizeof settings [0]; i++)
+        if (rd_kafka_conf_set (conf, settings [i][0], settings [i][1], errstr, sizeof errstr) != RD_KAFKA_CONF_OK)
+            s_fail ("consumer %s: %s", settings [i][0], errstr);
+    rd_kafka_t *consumer = rd_kafka_new (RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
+    if (!consumer)
+        s_fail ("consumer: %s", errstr);
+    rd_kafka_topic_partition_list_t *list = rd_kafka_topic_partition_list_new (2 * partitions);
+    for (int p = 0; p < partitions; p++) {
+        rd_kafka_topic_partition_list_add (list, topic_a, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+        rd_kafka_topic_partition_list_add (list, topic_b, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+    }
+    rd_kafka_resp_err_t err = rd_kafka_assign (consumer, list);
+    rd_kafka_topic_partition_list_destroy (list);
+    if (err)
+        s_fail ("consumer assign: %s", rd_kafka_err2str (err));
+    return consumer;
+}
+
+int64_t
+mx_testkafka_header_int (rd_kafka_headers_t *headers, const char *name)
+{
+    const void *value = NULL;
+    size_t size = 0;
+    if (!headers || rd_kafka_header_get_last (headers, name, &value, &size))
+        return -1;
+    char text [32];
+    if (size >= sizeof text)
+        s_fail ("header %s of %zu bytes is not a number", name, size);
+    memcpy (text, value, size);
+    text [size] = 0;
+    return strtoll (text, NULL, 10);
+}
+
+char *
+mx_testkafka_header_text (rd_kafka_headers_t *headers, const char *name)
+{
+    const void *value = NULL;
+    size_t size = 0;
+    if (!headers || rd_kafka_header_get_last (headers, name, &value, &size))
+        return NULL;
+    return strndup ((const char *) value, size);
+}

@@ -97,6 +97,20 @@ rd_kafka_mock_cluster_t *
 void
     mx_testkafka_destroy (mx_testkafka_t **self_p);
 
+//  A consumer of the cluster (group `group`, no commits, quiet logs: tests
+//  take brokers down on purpose) assigned partitions 0..partitions-1 of
+//  both topics from the beginning. The caller destroys it.
+rd_kafka_t *
+    mx_testkafka_consumer (mx_testkafka_t *self, const char *group, const char *topic_a,
+                           const char *topic_b, int partitions);
+
+//  A record header as an integer (-1 when absent) or as text (malloc'd,
+//  NULL when absent).
+int64_t
+    mx_testkafka_header_int (rd_kafka_headers_t *headers, const char *name);
+char *
+    mx_testkafka_header_text (rd_kafka_headers_t *headers, const char *name);
+
 //  Value of `key` in the env file, NULL if absent.
 const char *
     mx_testenv_get (const char *key);

@@ -80,53 +80,7 @@ static const char *s_watch_sql =
 static void
 s_consumer_start (fixture_t *fx)
 {
-    char errstr [512];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new ();
-    const char *settings [][2] = {
-        { "bootstrap.servers", mx_testkafka_bootstraps (fx->kafka) },
-        { "group.id", "mx-test-delivery" },
-        { "enable.auto.commit", "false" },
-        { "enable.partition.eof", "false" },
-        { "log_level", "2" },           //  the brokers go down on purpose
-        { "fetch.wait.max.ms", "10" },
-    };
-    for (size_t i = 0; i < sizeof settings / sizeof settings [0]; i++)
-        if (rd_kafka_conf_set (conf, settings [i][0], settings [i][1], errstr, sizeof errstr) != RD_KAFKA_CONF_OK)
-            fail_msg ("consumer %s: %s", settings [i][0], errstr);
-    fx->consumer = rd_kafka_new (RD_KAFKA_CONSUMER, conf, errstr, sizeof errstr);
-    if (!fx->consumer)
-        fail_msg ("consumer: %s", errstr);
-    rd_kafka_topic_partition_list_t *partitions = rd_kafka_topic_partition_list_new (2 * PARTITIONS);
-    for (int p = 0; p < PARTITIONS; p++) {
-        rd_kafka_topic_partition_list_add (partitions, TOPIC_MSG, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
-        rd_kafka_topic_partition_list_add (partitions, TOPIC_SCHD, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
-    }
-    assert_int_equal (rd_kafka_assign (fx->consumer, partitions), RD_KAFKA_RESP_ERR_NO_ERROR);
-    rd_kafka_topic_partition_list_destroy (partitions);
-}
-
-static int64_t
-s_header_int (rd_kafka_headers_t *headers, const char *name)
-{
-    const void *value = NULL;
-    size_t size = 0;
-    if (!headers || rd_kafka_header_get_last (headers, name, &value, &size))
-        return -1;
-    char text [32];
-    assert_true (size < sizeof text);
-    memcpy (text, value, size);
-    text [size] = 0;
-    return strtoll (text, NULL, 10);
-}
-
-static char *
-s_header_text (rd_kafka_headers_t *headers, const char *name)
-{
-    const void *value = NULL;
-    size_t size = 0;
-    if (!headers || rd_kafka_header_get_last (headers, name, &value, &size))
-        return NULL;
-    return strndup ((const char *) value, size);
+    fx->consumer = mx_testkafka_consumer (fx->kafka, "mx-test-delivery", TOPIC_MSG, TOPIC_SCHD, PARTITIONS);
 }
 
 //  One poll of the consumer; records what came.
@@ -153,11 +107,11 @@ s_consume (fixture_t *fx, int timeout_ms)
         .offset = message->offset,
         .key = strndup ((const char *) message->key, message->key_len),
         .value = message->payload ? strndup ((const char *) message->payload, message->len) : NULL,
-        .event_id = s_header_int (headers, "msgx-event-id"),
-        .msg_id = s_header_int (headers, "msgx-msg-id"),
-        .version = s_header_int (headers, "msgx-state-version"),
-        .event_type = s_header_text (headers, "msgx-event-type"),
-        .source = s_header_text (headers, "msgx-source"),
+        .event_id = mx_testkafka_header_int (headers, "msgx-event-id"),
+        .msg_id = mx_testkafka_header_int (headers, "msgx-msg-id"),
+        .version = mx_testkafka_header_int (headers, "msgx-state-version"),
+        .event_type = mx_testkafka_header_text (headers, "msgx-event-type"),
+        .source = mx_testkafka_header_text (headers, "msgx-source"),
     };
     rd_kafka_message_destroy (message);
 }
