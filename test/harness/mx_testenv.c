@@ -940,3 +940,42 @@ mx_testkafka_header_text (rd_kafka_headers_t *headers, const char *name)
         return NULL;
     return strndup ((const char *) value, size);
 }
+
+bool
+mx_testkafka_poll (rd_kafka_t *consumer, int timeout_ms, mx_testkafka_record_t *record)
+{
+    rd_kafka_message_t *message = rd_kafka_consumer_poll (consumer, timeout_ms);
+    if (!message)
+        return false;
+    if (message->err) {
+        rd_kafka_message_destroy (message);
+        return false;
+    }
+    rd_kafka_headers_t *headers = NULL;
+    rd_kafka_message_headers (message, &headers);
+    *record = (mx_testkafka_record_t) {
+        .topic = s_strdup (rd_kafka_topic_name (message->rkt)),
+        .offset = message->offset,
+        .partition = message->partition,
+        .key = strndup ((const char *) message->key, message->key_len),
+        .value = message->payload ? strndup ((const char *) message->payload, message->len) : NULL,
+        .event_id = mx_testkafka_header_int (headers, "msgx-event-id"),
+        .msg_id = mx_testkafka_header_int (headers, "msgx-msg-id"),
+        .version = mx_testkafka_header_int (headers, "msgx-state-version"),
+        .event_type = mx_testkafka_header_text (headers, "msgx-event-type"),
+        .source = mx_testkafka_header_text (headers, "msgx-source"),
+    };
+    rd_kafka_message_destroy (message);
+    return true;
+}
+
+void
+mx_testkafka_record_free (mx_testkafka_record_t *record)
+{
+    free (record->topic);
+    free (record->key);
+    free (record->value);
+    free (record->event_type);
+    free (record->source);
+    memset (record, 0, sizeof *record);
+}

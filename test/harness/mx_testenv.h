@@ -104,6 +104,28 @@ rd_kafka_t *
     mx_testkafka_consumer (mx_testkafka_t *self, const char *group, const char *topic_a,
                            const char *topic_b, int partitions);
 
+//  One record as msgxd publishes it: where it is, key, value and headers.
+typedef struct {
+    char *topic;
+    int64_t offset;
+    int32_t partition;
+    char *key;
+    char *value;                //  NULL for a tombstone
+    int64_t event_id;           //  headers; -1 when absent
+    int64_t msg_id;
+    int64_t version;
+    char *event_type;
+    char *source;
+} mx_testkafka_record_t;
+
+//  One poll of consumer: true with *record filled (free it with
+//  mx_testkafka_record_free), false when nothing (or an error event) came.
+bool
+    mx_testkafka_poll (rd_kafka_t *consumer, int timeout_ms, mx_testkafka_record_t *record);
+
+void
+    mx_testkafka_record_free (mx_testkafka_record_t *record);
+
 //  A record header as an integer (-1 when absent) or as text (malloc'd,
 //  NULL when absent).
 int64_t

@@ -31,18 +31,7 @@
 #define TOPIC_SCHD "msgx.flight.state"
 #define PRODUCE 0               //  Kafka protocol ApiKey of ProduceRequest
 
-typedef struct {
-    char *topic;
-    int32_t partition;
-    int64_t offset;
-    char *key;
-    char *value;                //  NULL: null value
-    int64_t event_id;           //  headers; -1 when absent
-    int64_t msg_id;
-    int64_t version;
-    char *event_type;
-    char *source;
-} record_t;
+typedef mx_testkafka_record_t record_t;
 
 typedef struct {
     mx_testpg_t *pg;
@@ -87,33 +76,15 @@ s_consumer_start (fixture_t *fx)
 static void
 s_consume (fixture_t *fx, int timeout_ms)
 {
-    rd_kafka_message_t *message = rd_kafka_consumer_poll (fx->consumer, timeout_ms);
-    if (!message)
+    record_t record;
+    if (!mx_testkafka_poll (fx->consumer, timeout_ms, &record))
         return;
-    if (message->err) {
-        rd_kafka_message_destroy (message);
-        return;
-    }
     if (fx->record_count == fx->record_room) {
         fx->record_room = fx->record_room ? 2 * fx->record_room : 64;
         fx->records = realloc (fx->records, fx->record_room * sizeof (record_t));
+        assert_non_null (fx->records);
     }
-    record_t *record = &fx->records [fx->record_count++];
-    rd_kafka_headers_t *headers = NULL;
-    rd_kafka_message_headers (message, &headers);
-    *record = (record_t) {
-        .topic = strdup (rd_kafka_topic_name (message->rkt)),
-        .partition = message->partition,
-        .offset = message->offset,
-        .key = strndup ((const char *) message->key, message->key_len),
-        .value = message->payload ? strndup ((const char *) message->payload, message->len) : NULL,
-        .event_id = mx_testkafka_header_int (headers, "msgx-event-id"),
-        .msg_id = mx_testkafka_header_int (headers, "msgx-msg-id"),
-        .version = mx_testkafka_header_int (headers, "msgx-state-version"),
-        .event_type = mx_testkafka_header_text (headers, "msgx-event-type"),
-        .source = mx_testkafka_header_text (headers, "msgx-source"),
-    };
-    rd_kafka_message_destroy (message);
+    fx->records [fx->record_count++] = record;
 }
 
 //  Reads everything the brokers hold now: up to the high watermark of
@@ -377,11 +348,7 @@ s_teardown (void **state)
     rd_kafka_consumer_close (fx->consumer);
     rd_kafka_destroy (fx->consumer);
     for (size_t i = 0; i < fx->record_count; i++) {
-        free (fx->records [i].topic);
-        free (fx->records [i].key);
-        free (fx->records [i].value);
-        free (fx->records [i].event_type);
-        free (fx->records [i].source);
+        mx_testkafka_record_free (&fx->records [i]);
     }
     free (fx->records);
     PQfinish (fx->conn);

@@ -34,18 +34,7 @@
 #define TOPIC_MSG "msgx.flight.events"
 #define TOPIC_SCHD "msgx.flight.state"
 
-typedef struct {
-    char *topic;
-    int64_t offset;
-    int32_t partition;
-    char *key;
-    char *value;
-    int64_t event_id;           //  headers; -1 when absent
-    int64_t msg_id;
-    int64_t version;
-    char *event_type;
-    char *source;
-} record_t;
+typedef mx_testkafka_record_t record_t;
 
 typedef struct {
     mx_testpg_t *pg;
@@ -177,30 +166,12 @@ s_consumer_start (fixture_t *fx)
 static void
 s_consume (fixture_t *fx, int timeout_ms)
 {
-    rd_kafka_message_t *message = rd_kafka_consumer_poll (fx->consumer, timeout_ms);
-    if (!message)
+    record_t record;
+    if (!mx_testkafka_poll (fx->consumer, timeout_ms, &record))
         return;
-    if (message->err) {
-        rd_kafka_message_destroy (message);
-        return;
-    }
     fx->records = realloc (fx->records, (fx->record_count + 1) * sizeof (record_t));
     assert_non_null (fx->records);
-    rd_kafka_headers_t *headers = NULL;
-    rd_kafka_message_headers (message, &headers);
-    fx->records [fx->record_count++] = (record_t) {
-        .topic = strdup (rd_kafka_topic_name (message->rkt)),
-        .offset = message->offset,
-        .partition = message->partition,
-        .key = strndup ((const char *) message->key, message->key_len),
-        .value = message->payload ? strndup ((const char *) message->payload, message->len) : NULL,
-        .event_id = mx_testkafka_header_int (headers, "msgx-event-id"),
-        .msg_id = mx_testkafka_header_int (headers, "msgx-msg-id"),
-        .version = mx_testkafka_header_int (headers, "msgx-state-version"),
-        .event_type = mx_testkafka_header_text (headers, "msgx-event-type"),
-        .source = mx_testkafka_header_text (headers, "msgx-source"),
-    };
-    rd_kafka_message_destroy (message);
+    fx->records [fx->record_count++] = record;
 }
 
 //  Everything the brokers hold now: up to every partition's high watermark.
@@ -323,11 +294,7 @@ s_teardown (void **state)
     rd_kafka_consumer_close (fx->consumer);
     rd_kafka_destroy (fx->consumer);
     for (size_t i = 0; i < fx->record_count; i++) {
-        free (fx->records [i].topic);
-        free (fx->records [i].key);
-        free (fx->records [i].value);
-        free (fx->records [i].event_type);
-        free (fx->records [i].source);
+        mx_testkafka_record_free (&fx->records [i]);
     }
     free (fx->records);
     PQfinish (fx->conn);
