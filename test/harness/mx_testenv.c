@@ -979,3 +979,51 @@ mx_testkafka_record_free (mx_testkafka_record_t *record)
     free (record->source);
     memset (record, 0, sizeof *record);
 }
+
+static void
+s_records_add (mx_testkafka_record_t **records, size_t *count, const mx_testkafka_record_t *record)
+{
+    //  Capacity doubles at each power of two, so it follows from count.
+    if (*count == 0 || (*count >= 64 && (*count & (*count - 1)) == 0)) {
+        size_t room = *count == 0 ? 64 : 2 * *count;
+        *records = (mx_testkafka_record_t *) realloc (*records, room * sizeof (mx_testkafka_record_t));
+        assert (*records);
+    }
+    (*records) [(*count)++] = *record;
+}
+
+void
+mx_testkafka_read_all (rd_kafka_t *consumer, const char *topic_a, const char *topic_b, int partitions,
+                       int timeout_ms, mx_testkafka_record_t **records, size_t *count)
+{
+    const char *topics [] = { topic_a, topic_b };
+    int64_t deadline = s_mono_ms () + timeout_ms;
+    for (int t = 0; t < 2; t++)
+        for (int32_t p = 0; p < partitions; p++) {
+            int64_t low = 0, high = 0;
+            rd_kafka_resp_err_t err;
+            //  A blocking metadata round trip, then the query again.
+            while ((err = rd_kafka_query_watermark_offsets (consumer, topics [t], p, &low, &high, timeout_ms))
+                   == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION && s_mono_ms () < deadline) {
+                const struct rd_kafka_metadata *metadata = NULL;
+                if (rd_kafka_metadata (consumer, 1, NULL, &metadata, timeout_ms) == RD_KAFKA_RESP_ERR_NO_ERROR)
+                    rd_kafka_metadata_destroy (metadata);
+            }
+            if (err)
+                s_fail ("watermarks of %s [%d]: %s", topics [t], p, rd_kafka_err2str (err));
+            while (true) {
+                int64_t next = 0;
+                for (size_t i = 0; i < *count; i++)
+                    if (strcmp ((*records) [i].topic, topics [t]) == 0 && (*records) [i].partition == p
+                    &&  (*records) [i].offset + 1 > next)
+                        next = (*records) [i].offset + 1;
+                if (next >= high)
+                    break;
+                if (s_mono_ms () > deadline)
+                    s_fail ("%s [%d]: read up to %" PRId64 " of %" PRId64, topics [t], p, next, high);
+                mx_testkafka_record_t record;
+                if (mx_testkafka_poll (consumer, 500, &record))
+                    s_records_add (records, count, &record);
+            }
+        }
+}

@@ -126,6 +126,15 @@ bool
 void
     mx_testkafka_record_free (mx_testkafka_record_t *record);
 
+//  Consumes until *records holds everything the brokers hold now: up to the
+//  high watermark of partitions 0..partitions-1 of both topics. Appends to
+//  *records (realloc'd; *count entries) what it reads; fails the test if
+//  that takes longer than timeout_ms. A partition still without a leader
+//  in the consumer's metadata after an outage is looked up again.
+void
+    mx_testkafka_read_all (rd_kafka_t *consumer, const char *topic_a, const char *topic_b, int partitions,
+                           int timeout_ms, mx_testkafka_record_t **records, size_t *count);
+
 //  A record header as an integer (-1 when absent) or as text (malloc'd,
 //  NULL when absent).
 int64_t

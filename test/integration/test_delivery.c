@@ -42,7 +42,6 @@ typedef struct {
     rd_kafka_t *consumer;
     record_t *records;
     size_t record_count;
-    size_t record_room;
     int64_t next_msg_id;
     mx_actor_args_t args;
     zactor_t *actor;
@@ -72,48 +71,11 @@ s_consumer_start (fixture_t *fx)
     fx->consumer = mx_testkafka_consumer (fx->kafka, "mx-test-delivery", TOPIC_MSG, TOPIC_SCHD, PARTITIONS);
 }
 
-//  One poll of the consumer; records what came.
-static void
-s_consume (fixture_t *fx, int timeout_ms)
-{
-    record_t record;
-    if (!mx_testkafka_poll (fx->consumer, timeout_ms, &record))
-        return;
-    if (fx->record_count == fx->record_room) {
-        fx->record_room = fx->record_room ? 2 * fx->record_room : 64;
-        fx->records = realloc (fx->records, fx->record_room * sizeof (record_t));
-        assert_non_null (fx->records);
-    }
-    fx->records [fx->record_count++] = record;
-}
-
-//  Reads everything the brokers hold now: up to the high watermark of
-//  every partition of both topics.
+//  Everything the brokers hold now, into fx->records.
 static void
 s_read_all (fixture_t *fx)
 {
-    const char *topics [] = { TOPIC_MSG, TOPIC_SCHD };
-    int64_t deadline = zclock_mono () + WAIT_MS;
-    for (int t = 0; t < 2; t++)
-        for (int32_t p = 0; p < PARTITIONS; p++) {
-            int64_t low = 0, high = 0;
-            rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets (fx->consumer, topics [t], p, &low, &high,
-                                                                        WAIT_MS);
-            if (err)
-                fail_msg ("watermarks of %s [%d]: %s", topics [t], p, rd_kafka_err2str (err));
-            while (true) {
-                int64_t next = 0;
-                for (size_t i = 0; i < fx->record_count; i++)
-                    if (strcmp (fx->records [i].topic, topics [t]) == 0 && fx->records [i].partition == p
-                    &&  fx->records [i].offset + 1 > next)
-                        next = fx->records [i].offset + 1;
-                if (next >= high)
-                    break;
-                if (zclock_mono () > deadline)
-                    fail_msg ("%s [%d]: read up to %" PRId64 " of %" PRId64, topics [t], p, next, high);
-                s_consume (fx, 500);
-            }
-        }
+    mx_testkafka_read_all (fx->consumer, TOPIC_MSG, TOPIC_SCHD, PARTITIONS, WAIT_MS, &fx->records, &fx->record_count);
 }
 
 static size_t

@@ -163,51 +163,11 @@ s_consumer_start (fixture_t *fx)
     fx->consumer = mx_testkafka_consumer (fx->kafka, "mx-test-event-replay", TOPIC_MSG, TOPIC_SCHD, PARTITIONS);
 }
 
-static void
-s_consume (fixture_t *fx, int timeout_ms)
-{
-    record_t record;
-    if (!mx_testkafka_poll (fx->consumer, timeout_ms, &record))
-        return;
-    fx->records = realloc (fx->records, (fx->record_count + 1) * sizeof (record_t));
-    assert_non_null (fx->records);
-    fx->records [fx->record_count++] = record;
-}
-
-//  Everything the brokers hold now: up to every partition's high watermark.
+//  Everything the brokers hold now, into fx->records.
 static void
 s_read_all (fixture_t *fx)
 {
-    const char *topics [] = { TOPIC_MSG, TOPIC_SCHD };
-    int64_t deadline = zclock_mono () + WAIT_MS;
-    for (int t = 0; t < 2; t++)
-        for (int32_t p = 0; p < PARTITIONS; p++) {
-            int64_t low = 0, high = 0;
-            rd_kafka_resp_err_t err;
-            //  After the outage the consumer's metadata may still show the
-            //  partition without a leader ("Unknown partition"): ask the
-            //  brokers again (a blocking metadata round trip) and retry.
-            while ((err = rd_kafka_query_watermark_offsets (fx->consumer, topics [t], p, &low, &high, WAIT_MS))
-                   == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION && zclock_mono () < deadline) {
-                const struct rd_kafka_metadata *metadata = NULL;
-                if (rd_kafka_metadata (fx->consumer, 1, NULL, &metadata, WAIT_MS) == RD_KAFKA_RESP_ERR_NO_ERROR)
-                    rd_kafka_metadata_destroy (metadata);
-            }
-            if (err)
-                fail_msg ("watermarks of %s [%d]: %s", topics [t], p, rd_kafka_err2str (err));
-            while (true) {
-                int64_t next = 0;
-                for (size_t i = 0; i < fx->record_count; i++)
-                    if (strcmp (fx->records [i].topic, topics [t]) == 0 && fx->records [i].partition == p
-                    &&  fx->records [i].offset + 1 > next)
-                        next = fx->records [i].offset + 1;
-                if (next >= high)
-                    break;
-                if (zclock_mono () > deadline)
-                    fail_msg ("%s [%d]: read up to %" PRId64 " of %" PRId64, topics [t], p, next, high);
-                s_consume (fx, 500);
-            }
-        }
+    mx_testkafka_read_all (fx->consumer, TOPIC_MSG, TOPIC_SCHD, PARTITIONS, WAIT_MS, &fx->records, &fx->record_count);
 }
 
 //  The one record of event_id on topic, checked against its outbox row:
