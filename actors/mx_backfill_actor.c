@@ -36,7 +36,7 @@ typedef struct {
     mx_backfill_row_t *rows;
     mx_backfill_result_t *results;
     mx_mark_t *marks;
-    char **errors;              //  the mark's reason per result, owned
+    int64_t *ids;               //  the rows' msg_ids, for the mailbox
     int64_t next_sweep;         //  INT64_MAX = none (before START, shadow)
     char *last_problem;         //  logged once until it changes
     uint64_t written;
@@ -147,17 +147,16 @@ s_batch (s_backfill_t *self, int64_t now, int64_t from, int64_t to)
         self->last_problem = NULL;
     }
     mx_mark_t *marks = self->marks;
-    size_t done = 0;
-    bool failed = false;
-    while ((int) done < count && !failed) {
-        char *mark_error = NULL;
-        marks [done] = mx_mailbox_mark (self->mailbox, self->rows [done].msg_id, now, &mark_error);
-        self->errors [done] = mark_error;
-        mx_backfill_decide (&self->rows [done], marks [done], mark_error, &self->policy, now,
-                            &self->results [done]);
-        failed = marks [done] == MX_MARK_ERROR;
-        done++;
-    }
+    for (int i = 0; i < count; i++)
+        self->ids [i] = self->rows [i].msg_id;
+    //  A failed chunk stops the batch: its rows count an attempt, the rows
+    //  after it wait for the next sweep untouched.
+    char *mark_error = NULL;
+    size_t done = mx_mailbox_mark_many (self->mailbox, self->ids, (size_t) count, now, marks, &mark_error);
+    bool failed = done < (size_t) count || mark_error;
+    for (size_t i = 0; i < done; i++)
+        mx_backfill_decide (&self->rows [i], marks [i], marks [i] == MX_MARK_ERROR ? mark_error : NULL,
+                            &self->policy, now, &self->results [i]);
     int rc = count > 0 ? mx_backfill_record (self->pg, self->results, done, now, &error) : 0;
     if (rc)
         s_problem (self, "cannot record the outcome of the marks (a mark written stays and is found "
@@ -165,10 +164,7 @@ s_batch (s_backfill_t *self, int64_t now, int64_t from, int64_t to)
     else
         for (size_t i = 0; i < done; i++)
             s_report (self, &self->results [i], marks [i], now);
-    for (size_t i = 0; i < done; i++) {
-        free (self->errors [i]);
-        self->errors [i] = NULL;
-    }
+    free (mark_error);
     if (rc)
         return -1;
     return !failed && count == self->limit ? 1 : 0;
@@ -294,8 +290,8 @@ s_start (s_backfill_t *self)
     self->rows = (mx_backfill_row_t *) calloc ((size_t) self->limit, sizeof (mx_backfill_row_t));
     self->results = (mx_backfill_result_t *) calloc ((size_t) self->limit, sizeof (mx_backfill_result_t));
     self->marks = (mx_mark_t *) calloc ((size_t) self->limit, sizeof (mx_mark_t));
-    self->errors = (char **) calloc ((size_t) self->limit, sizeof (char *));
-    assert (self->rows && self->results && self->marks && self->errors);
+    self->ids = (int64_t *) calloc ((size_t) self->limit, sizeof (int64_t));
+    assert (self->rows && self->results && self->marks && self->ids);
     self->policy = (mx_backfill_policy_t) {
         .max_attempts = (int) config->pipeline_backfill_max_attempts,
         .backoff_ms = config->pipeline_backfill_backoff,
@@ -385,6 +381,6 @@ mx_backfill_actor (zsock_t *pipe, void *args)
     free (self->rows);
     free (self->results);
     free (self->marks);
-    free (self->errors);
+    free (self->ids);
     free (self->last_problem);
 }

@@ -30,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <czmq.h>
+
 #include "mx_pg.h"
 
 //  Columns of the load SELECT, in order.
@@ -524,6 +526,43 @@ mx_flight_repo_lock (PGconn *conn, const int64_t *flids, size_t count, int64_t *
 }
 
 //  ---------------------------------------------------------------------
+//  Named statements, per connection
+//
+//  Parsing an UPDATE of flight_schd costs more than running it (its target
+//  list spans some seventy columns: about 0.1 ms a statement, most of a
+//  batch's flight writes). The texts repeat (one per combination of changed
+//  columns, the set and insert statements always), so each is prepared
+//  once per connection and run by name after that. Bounded: past the
+//  limit, new texts go unnamed as before.
+
+#define S_NAMED_MAX 1024
+
+typedef struct {
+    PGconn *conn;                           //  the connection the names live on
+    int backend_pid;                        //  and its server process
+    zhashx_t *names;                        //  SQL text -> "mxf<n>"
+    size_t next;
+} s_named_t;
+
+static __thread s_named_t s_named;
+
+//  The cache of this connection, emptied when the connection is another.
+static zhashx_t *
+s_named_for (PGconn *conn)
+{
+    int pid = PQbackendPID (conn);
+    if (!s_named.names || s_named.conn != conn || s_named.backend_pid != pid) {
+        zhashx_destroy (&s_named.names);
+        s_named.names = zhashx_new ();
+        assert (s_named.names);
+        zhashx_set_destructor (s_named.names, (zhashx_destructor_fn *) zstr_free);
+        s_named.conn = conn;
+        s_named.backend_pid = pid;
+    }
+    return s_named.names;
+}
+
+//  ---------------------------------------------------------------------
 //  Save: a batch of statements sent as one pipeline
 
 typedef struct {
@@ -531,6 +570,7 @@ typedef struct {
     int nparams;
     const char **values;
     bool one_row;                           //  must change exactly one row
+    char *prepared;                         //  name this pipeline prepares first, or NULL
 } s_stmt_t;
 
 typedef struct {
@@ -582,6 +622,7 @@ s_batch_add (s_batch_t *self, const char *sql, int nparams, bool one_row)
     stmt->nparams = nparams;
     stmt->values = values;
     stmt->one_row = one_row;
+    stmt->prepared = NULL;
     return values;
 }
 
@@ -623,9 +664,24 @@ s_batch_run (PGconn *conn, s_batch_t *self, char **error)
     }
     int rc = 0;
     size_t sent = 0;
+    zhashx_t *names = s_named_for (conn);
     for (; sent < self->count; sent++) {
         s_stmt_t *stmt = &self->stmts [sent];
-        if (!PQsendQueryParams (conn, stmt->sql, stmt->nparams, NULL, stmt->values, NULL, NULL, 0)) {
+        const char *name = (const char *) zhashx_lookup (names, stmt->sql);
+        if (!name && zhashx_size (names) < S_NAMED_MAX) {
+            //  Known from here on; forgotten again if the prepare fails.
+            stmt->prepared = zsys_sprintf ("mxf%zu", s_named.next++);
+            zhashx_insert (names, stmt->sql, strdup (stmt->prepared));
+            name = stmt->prepared;
+            if (!PQsendPrepare (conn, name, stmt->sql, stmt->nparams, NULL)) {
+                s_error (error, "cannot send a flight statement: %s", PQerrorMessage (conn));
+                rc = -1;
+                break;
+            }
+        }
+        int queued = name ? PQsendQueryPrepared (conn, name, stmt->nparams, stmt->values, NULL, NULL, 0)
+                          : PQsendQueryParams (conn, stmt->sql, stmt->nparams, NULL, stmt->values, NULL, NULL, 0);
+        if (!queued) {
             s_error (error, "cannot send a flight statement: %s", PQerrorMessage (conn));
             rc = -1;
             break;
@@ -636,7 +692,25 @@ s_batch_run (PGconn *conn, s_batch_t *self, char **error)
         rc = -1;
     }
     for (size_t i = 0; i < sent; i++) {
-        const s_stmt_t *stmt = &self->stmts [i];
+        s_stmt_t *stmt = &self->stmts [i];
+        if (stmt->prepared) {
+            //  The prepare's own result, then its NULL.
+            PGresult *res = PQgetResult (conn);
+            if (!res) {
+                if (rc == 0)
+                    s_error (error, "lost the result of a flight statement: %s", PQerrorMessage (conn));
+                rc = -1;
+                break;
+            }
+            if (rc == 0 && mx_pg_check (conn, res, stmt->sql, error))
+                rc = -1;
+            else
+            if (PQresultStatus (res) == PGRES_COMMAND_OK)
+                zstr_free (&stmt->prepared);        //  it exists: the name stays known
+            PQclear (res);
+            while ((res = PQgetResult (conn)) != NULL)
+                PQclear (res);
+        }
         PGresult *res = PQgetResult (conn);
         if (!res) {
             if (rc == 0)
@@ -669,6 +743,12 @@ s_batch_run (PGconn *conn, s_batch_t *self, char **error)
         s_error (error, "cannot leave pipeline mode: %s", PQerrorMessage (conn));
         rc = -1;
     }
+    //  Names whose prepare did not happen are forgotten.
+    for (size_t i = 0; i < self->count; i++)
+        if (self->stmts [i].prepared) {
+            zhashx_delete (names, self->stmts [i].sql);
+            zstr_free (&self->stmts [i].prepared);
+        }
     return rc;
 }
 

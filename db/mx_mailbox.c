@@ -22,13 +22,21 @@
 //  fractional part, CAST makes the type BIGINT whatever the column.
 #define S_EPOCH_MS(col) "CAST(FLOOR(UNIX_TIMESTAMP(" col ") * 1000) AS SIGNED)"
 
+//  Marks per statement: the ids go as this many placeholders, a short
+//  chunk repeating its first id (IN ignores the repeats).
+#define S_MARK_CHUNK 64
+#define S_MARK_PLACES8 "?,?,?,?,?,?,?,?"
+#define S_MARK_PLACES \
+    S_MARK_PLACES8 "," S_MARK_PLACES8 "," S_MARK_PLACES8 "," S_MARK_PLACES8 "," \
+    S_MARK_PLACES8 "," S_MARK_PLACES8 "," S_MARK_PLACES8 "," S_MARK_PLACES8
+
 //  Prepared once per connection, in this order.
 typedef enum {
     S_SCAN,
     S_READ,
     S_INSERT,
+    S_MARK_LOCK,
     S_MARK,
-    S_EXISTS,
     S_BOUNDS,
     S_EXISTING,
     S_READ_RANGE,
@@ -51,11 +59,14 @@ static const char *s_sql [S_STMT_COUNT] = {
         "INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS)"
         " VALUES (?, FROM_UNIXTIME(?), 'VALID')",
     //  WIRE §1: written once, only where no mark exists; never overwritten.
+    //  A chunk of marks is one transaction: its rows locked and read (which
+    //  are there, which are marked), then the unmarked ones marked.
+    [S_MARK_LOCK] =
+        "SELECT CMINMSGS_ID, CMINMSGS_DATE_PROCESSED IS NULL FROM CMINMSGS"
+        " WHERE CMINMSGS_ID IN (" S_MARK_PLACES ") FOR UPDATE",
     [S_MARK] =
         "UPDATE CMINMSGS SET CMINMSGS_STATUS = ?, CMINMSGS_DATE_PROCESSED = FROM_UNIXTIME(?)"
-        " WHERE CMINMSGS_ID = ? AND CMINMSGS_DATE_PROCESSED IS NULL",
-    [S_EXISTS] =
-        "SELECT 1 FROM CMINMSGS WHERE CMINMSGS_ID = ?",
+        " WHERE CMINMSGS_ID IN (" S_MARK_PLACES ") AND CMINMSGS_DATE_PROCESSED IS NULL",
     [S_BOUNDS] =
         "SELECT COALESCE(MIN(CMINMSGS_ID), 0), COALESCE(MAX(CMINMSGS_ID), 0) FROM CMINMSGS",
     [S_EXISTING] =
@@ -80,8 +91,8 @@ static const char *s_sql [S_STMT_COUNT] = {
 };
 
 static const char *s_stmt_names [S_STMT_COUNT] = {
-    [S_SCAN] = "scan", [S_READ] = "read", [S_INSERT] = "insert", [S_MARK] = "mark",
-    [S_EXISTS] = "mark lookup", [S_BOUNDS] = "bounds", [S_EXISTING] = "existing",
+    [S_SCAN] = "scan", [S_READ] = "read", [S_INSERT] = "insert", [S_MARK_LOCK] = "mark lookup",
+    [S_MARK] = "mark", [S_BOUNDS] = "bounds", [S_EXISTING] = "existing",
     [S_READ_RANGE] = "range read", [S_OUT_INSERT] = "outbound insert",
     [S_OUT_FIND] = "outbound lookup",
 };
@@ -691,62 +702,163 @@ mx_mailbox_insert (mx_mailbox_t *self, const char *xml, size_t size,
 }
 
 typedef struct {
-    long long id;
+    const int64_t *ids;                     //  at most S_MARK_CHUNK
+    size_t count;
     long long now_s;
-    mx_mark_t outcome;
+    mx_mark_t *marks;                       //  count outcomes
 } s_mark_args_t;
 
 static int
-s_mark (mx_mailbox_t *self, void *args_, char **error)
+s_query (mx_mailbox_t *self, const char *sql, const char *what, char **error)
 {
-    s_mark_args_t *args = (s_mark_args_t *) args_;
-    const char *value = self->config->mailbox_processed_value;
-    unsigned long value_length = (unsigned long) strlen (value);
-    MYSQL_BIND params [3];
-    s_bind_string (&params [0], value, &value_length);
-    s_bind_longlong (&params [1], &args->now_s, NULL);
-    s_bind_longlong (&params [2], &args->id, NULL);
-    MYSQL_STMT *stmt = s_execute (self, S_MARK, params, error);
-    if (!stmt)
-        return -1;
-    if (mysql_stmt_affected_rows (stmt) > 0) {
-        args->outcome = MX_MARK_WRITTEN;
+    if (mysql_query (self->conn, sql) == 0)
         return 0;
+    self->last_errno = mysql_errno (self->conn);
+    s_set_error (error, "mailbox %s failed: %s (error %u)", what, mysql_error (self->conn), self->last_errno);
+    return -1;
+}
+
+//  The chunk's ids as the statement's S_MARK_CHUNK values.
+static void
+s_bind_ids (MYSQL_BIND *params, long long *values, const int64_t *ids, size_t count)
+{
+    for (size_t i = 0; i < S_MARK_CHUNK; i++) {
+        values [i] = (long long) ids [i < count ? i : 0];
+        s_bind_longlong (&params [i], &values [i], NULL);
     }
-    //  Nothing changed: marked before, or no such row.
-    MYSQL_BIND param;
-    s_bind_longlong (&param, &args->id, NULL);
-    stmt = s_execute (self, S_EXISTS, &param, error);
+}
+
+//  Reads which ids of the chunk exist (present) and are unmarked, locking
+//  their rows until the transaction ends.
+static int
+s_mark_lock (mx_mailbox_t *self, const s_mark_args_t *args, bool *present, bool *unmarked, char **error)
+{
+    MYSQL_BIND params [S_MARK_CHUNK];
+    long long values [S_MARK_CHUNK];
+    s_bind_ids (params, values, args->ids, args->count);
+    MYSQL_STMT *stmt = s_execute (self, S_MARK_LOCK, params, error);
     if (!stmt)
         return -1;
-    int fetched = mysql_stmt_fetch (stmt);
-    int rc = 0;
-    if (fetched == 0 || fetched == MYSQL_DATA_TRUNCATED)
-        args->outcome = MX_MARK_ALREADY;
-    else
-    if (fetched == MYSQL_NO_DATA)
-        args->outcome = MX_MARK_MISSING;
-    else
-        rc = s_stmt_failed (self, stmt, S_EXISTS, error);
+    long long id = 0, open = 0;
+    MYSQL_BIND result [2];
+    s_bind_longlong (&result [0], &id, NULL);
+    s_bind_longlong (&result [1], &open, NULL);
+    int rc = mysql_stmt_bind_result (stmt, result) ? s_stmt_failed (self, stmt, S_MARK_LOCK, error) : 0;
+    while (rc == 0) {
+        int fetched = mysql_stmt_fetch (stmt);
+        if (fetched == MYSQL_NO_DATA)
+            break;
+        if (fetched != 0 && fetched != MYSQL_DATA_TRUNCATED) {
+            rc = s_stmt_failed (self, stmt, S_MARK_LOCK, error);
+            break;
+        }
+        for (size_t i = 0; i < args->count; i++)
+            if (args->ids [i] == (int64_t) id) {
+                present [i] = true;
+                unmarked [i] = open != 0;
+            }
+    }
     mysql_stmt_free_result (stmt);
     return rc;
+}
+
+static int
+s_mark_chunk (mx_mailbox_t *self, void *args_, char **error)
+{
+    s_mark_args_t *args = (s_mark_args_t *) args_;
+    assert (args->count > 0 && args->count <= S_MARK_CHUNK);
+    bool present [S_MARK_CHUNK] = { false }, unmarked [S_MARK_CHUNK] = { false };
+    if (s_query (self, "START TRANSACTION", "mark transaction", error))
+        return -1;
+    int rc = s_mark_lock (self, args, present, unmarked, error);
+    //  The unmarked ones, marked: locked, so every one of them changes.
+    int64_t open_ids [S_MARK_CHUNK];
+    size_t open_count = 0;
+    for (size_t i = 0; i < args->count && rc == 0; i++) {
+        bool seen = false;
+        for (size_t k = 0; k < open_count; k++)
+            seen |= open_ids [k] == args->ids [i];
+        if (unmarked [i] && !seen)
+            open_ids [open_count++] = args->ids [i];
+    }
+    if (rc == 0 && open_count > 0) {
+        const char *value = self->config->mailbox_processed_value;
+        unsigned long value_length = (unsigned long) strlen (value);
+        MYSQL_BIND params [2 + S_MARK_CHUNK];
+        long long values [S_MARK_CHUNK];
+        s_bind_string (&params [0], value, &value_length);
+        s_bind_longlong (&params [1], &args->now_s, NULL);
+        s_bind_ids (params + 2, values, open_ids, open_count);
+        MYSQL_STMT *stmt = s_execute (self, S_MARK, params, error);
+        if (!stmt)
+            rc = -1;
+        else
+        if (mysql_stmt_affected_rows (stmt) != (my_ulonglong) open_count) {
+            s_set_error (error, "mailbox mark changed %llu rows of the %zu it had locked",
+                         (unsigned long long) mysql_stmt_affected_rows (stmt), open_count);
+            rc = -1;
+        }
+    }
+    if (rc == 0 && mysql_commit (self->conn)) {
+        self->last_errno = mysql_errno (self->conn);
+        s_set_error (error, "mailbox mark commit failed: %s (error %u)", mysql_error (self->conn),
+                     self->last_errno);
+        rc = -1;
+    }
+    if (rc) {
+        //  The connection is dropped after a failure; this only helps a
+        //  server that is still there let go of the locks sooner.
+        mysql_rollback (self->conn);
+        return -1;
+    }
+    for (size_t i = 0; i < args->count; i++)
+        args->marks [i] = !present [i] ? MX_MARK_MISSING : unmarked [i] ? MX_MARK_WRITTEN : MX_MARK_ALREADY;
+    return 0;
+}
+
+size_t
+mx_mailbox_mark_many (mx_mailbox_t *self, const int64_t *ids, size_t count, int64_t now_ms,
+                      mx_mark_t *marks, char **error)
+{
+    assert (self);
+    assert ((ids && marks) || count == 0);
+    assert (now_ms >= 0);
+    for (size_t i = 0; i < count; i++)
+        marks [i] = MX_MARK_ERROR;
+    if (count == 0)
+        return 0;
+    if (self->config->shadow) {
+        s_set_error (error, "shadow mode: msgx.shadow = true forbids writing the processed mark");
+        return count;
+    }
+    for (size_t at = 0; at < count; at += S_MARK_CHUNK) {
+        s_mark_args_t args = {
+            .ids = ids + at, .count = count - at < S_MARK_CHUNK ? count - at : S_MARK_CHUNK,
+            .now_s = now_ms / 1000, .marks = marks + at
+        };
+        //  A chunk that was committed before the connection went reads as
+        //  ALREADY when it runs again.
+        char *chunk_error = NULL;
+        if (s_run (self, s_mark_chunk, &args, S_RETRY_ONCE, &chunk_error) == 0)
+            continue;
+        //  One row that cannot be marked must not hold back the others:
+        //  the chunk again row by row, up to the first that fails.
+        free (chunk_error);
+        for (size_t i = 0; i < args.count; i++) {
+            s_mark_args_t one = { .ids = args.ids + i, .count = 1, .now_s = args.now_s, .marks = args.marks + i };
+            if (s_run (self, s_mark_chunk, &one, S_RETRY_ONCE, error))
+                return at + i + 1;
+        }
+    }
+    return count;
 }
 
 mx_mark_t
 mx_mailbox_mark (mx_mailbox_t *self, int64_t id, int64_t now_ms, char **error)
 {
-    assert (self);
-    assert (now_ms >= 0);
-    if (self->config->shadow) {
-        s_set_error (error, "shadow mode: msgx.shadow = true forbids writing the processed mark");
-        return MX_MARK_ERROR;
-    }
-    s_mark_args_t args = { .id = id, .now_s = now_ms / 1000, .outcome = MX_MARK_ERROR };
-    //  Repeating the guarded UPDATE is harmless: a mark that did land the
-    //  first time reads as ALREADY.
-    if (s_run (self, s_mark, &args, S_RETRY_ONCE, error))
-        return MX_MARK_ERROR;
-    return args.outcome;
+    mx_mark_t mark = MX_MARK_ERROR;
+    mx_mailbox_mark_many (self, &id, 1, now_ms, &mark, error);
+    return mark;
 }
 
 typedef struct {

@@ -80,6 +80,17 @@ int
 mx_mark_t
     mx_mailbox_mark (mx_mailbox_t *self, int64_t id, int64_t now_ms, char **error);
 
+//  The processed mark of many rows, the same rule, a transaction per 64
+//  rows (each row's outcome is exact: its row is locked while it is read
+//  and marked); a chunk that fails is tried again row by row, so one row
+//  that cannot be marked holds back no other. marks [i] gets the outcome
+//  of ids [i]. Returns how many ids have their outcome: all of them, or up
+//  to and including the first row that failed (MX_MARK_ERROR, *error set);
+//  the ones after it were not tried.
+size_t
+    mx_mailbox_mark_many (mx_mailbox_t *self, const int64_t *ids, size_t count, int64_t now_ms,
+                          mx_mark_t *marks, char **error);
+
 //  MIN and MAX of CMINMSGS_ID; both 0 when the table is empty.
 int
     mx_mailbox_bounds (mx_mailbox_t *self, int64_t *min_id, int64_t *max_id,

@@ -18,11 +18,6 @@
 #define MX_COMPAT_BODY_TOO_LARGE      413u
 #define MX_COMPAT_BODY_BAD_MEDIA_TYPE 415u
 
-//  Offset of the first byte that breaks UTF-8 (overlong forms, surrogates
-//  and code points above U+10FFFF included), or size if text is valid.
-size_t
-    mx_compat_body_utf8_invalid_at (const unsigned char *text, size_t size);
-
 //  The Content-Type header value (NULL when absent): application/xml or any
 //  text/<subtype>, with a charset parameter (if any) of utf-8. Else 415.
 unsigned int

@@ -1,6 +1,6 @@
 /*  mx_sis - see mx_sis.h.  */
 #include "mx_sis.h"
-#include "mx_compat_body.h"
+#include "mx_utf8.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -113,7 +113,7 @@ s_set_error (char **error, const char *fmt, ...)
     //  error PostgreSQL cannot store would hold the FIFO forever.
     size_t length = text ? strlen (text) : 0;
     for (size_t at = 0; at < length; at++) {
-        at += mx_compat_body_utf8_invalid_at ((const unsigned char *) text + at, length - at);
+        at += mx_utf8_invalid_at ((const unsigned char *) text + at, length - at);
         if (at < length)
             text [at] = '?';
     }

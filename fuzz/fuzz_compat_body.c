@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "mx_compat_body.h"
+#include "mx_utf8.h"
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 
@@ -99,7 +100,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     size_t body_size = (size_t) (end - at);
 
     //  UTF-8 against the reference, on the whole input.
-    if (mx_compat_body_utf8_invalid_at (data, size) != s_reference_utf8 (data, size))
+    if (mx_utf8_invalid_at (data, size) != s_reference_utf8 (data, size))
         abort ();
 
     char *why = NULL;

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mx_compat_body.h"
+#include "mx_utf8.h"
 #include "mx_flight.h"
 #include "mx_sis.h"
 #include "mx_sis_body.h"
@@ -62,7 +62,7 @@ s_check_error (const char *error)
     size_t length = strlen (error);
     if (length == 0 || strchr (error, '\n') || strchr (error, '\r'))
         abort ();
-    if (mx_compat_body_utf8_invalid_at ((const unsigned char *) error, length) != length)
+    if (mx_utf8_invalid_at ((const unsigned char *) error, length) != length)
         abort ();
 }
 

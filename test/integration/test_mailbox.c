@@ -444,6 +444,58 @@ test_mark_written_already_missing (void **state)
     mx_config_destroy (&config);
 }
 
+//  Many marks at once, in chunks of 64: each row gets its own outcome.
+static void
+test_mark_many (void **state)
+{
+    fixture_t *fx = *state;
+    enum { ROWS = 150 };
+    int64_t ids [ROWS + 2];
+    for (int i = 0; i < ROWS; i++)
+        ids [i] = mx_testmb_insert (fx->mb, 0, "<m/>", T0_MS);
+    mx_config_t *config = s_config (fx, "+08:00");
+    mx_mailbox_t *mailbox = mx_mailbox_new (config);
+    char *error = NULL;
+    //  Two marked before, one repeated, two that do not exist.
+    assert_int_equal (mx_mailbox_mark (mailbox, ids [3], T0_MS, &error), MX_MARK_WRITTEN);
+    assert_int_equal (mx_mailbox_mark (mailbox, ids [100], T0_MS, &error), MX_MARK_WRITTEN);
+    ids [ROWS] = ids [7];
+    ids [ROWS + 1] = ids [ROWS - 1] + 1000;
+    ids [70] = ids [ROWS - 1] + 1001;
+    mx_mark_t marks [ROWS + 2];
+    assert_int_equal (mx_mailbox_mark_many (mailbox, ids, ROWS + 2, T0_MS + 60000, marks, &error), ROWS + 2);
+    assert_null (error);
+    for (int i = 0; i < ROWS + 2; i++) {
+        mx_mark_t expected = i == 3 || i == 100 || i == ROWS ? MX_MARK_ALREADY
+                           : i == 70 || i == ROWS + 1 ? MX_MARK_MISSING : MX_MARK_WRITTEN;
+        if (marks [i] != expected)
+            fail_msg ("id %" PRId64 " (%d): outcome %d, expected %d", ids [i], i, marks [i], expected);
+    }
+    char raw [64];
+    s_raw (fx, "CMINMSGS_DATE_PROCESSED", ids [3], raw, sizeof raw);
+    assert_string_equal (raw, "2024-03-01 20:00:00");
+    s_raw (fx, "CMINMSGS_DATE_PROCESSED", ids [149], raw, sizeof raw);
+    assert_string_equal (raw, "2024-03-01 20:01:00");
+    //  All of them again: marked already, nothing written.
+    assert_int_equal (mx_mailbox_mark_many (mailbox, ids, ROWS, T0_MS + 120000, marks, &error), ROWS);
+    for (int i = 0; i < ROWS; i++)
+        assert_int_equal (marks [i], i == 70 ? MX_MARK_MISSING : MX_MARK_ALREADY);
+    assert_int_equal (mx_mailbox_mark_many (mailbox, ids, 0, T0_MS, marks, &error), 0);
+    mx_mailbox_destroy (&mailbox);
+
+    //  Shadow mode: every mark refused, before any I/O.
+    s_set (config, "msgx.shadow", "true");
+    mailbox = mx_mailbox_new (config);
+    assert_int_equal (mx_mailbox_mark_many (mailbox, ids, 3, T0_MS, marks, &error), 3);
+    assert_non_null (error);
+    assert_true (strncmp (error, "shadow mode: ", 13) == 0);
+    assert_int_equal (marks [2], MX_MARK_ERROR);
+    free (error);
+    assert_false (mx_mailbox_connected (mailbox));
+    mx_mailbox_destroy (&mailbox);
+    mx_config_destroy (&config);
+}
+
 static void
 test_shadow_mode_writes_nothing (void **state)
 {
@@ -695,6 +747,7 @@ main (void)
         cmocka_unit_test_setup_teardown (test_read_found_missing_oversized, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_insert_returns_increasing_ids, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_mark_written_already_missing, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_mark_many, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_shadow_mode_writes_nothing, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_bounds_and_existing, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_unreachable_server_is_an_error_not_empty, s_setup, s_teardown),

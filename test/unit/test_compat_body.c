@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "mx_compat_body.h"
+#include "mx_utf8.h"
 
 //  Refused with status, one printable line containing words. (why_p, not
 //  *why_p: the check in the same call sets it.)
@@ -131,12 +132,12 @@ test_utf8 (void **state)
         const char *text = cases [i].text;
         size_t size = strlen (text);
         size_t want = cases [i].invalid_at == SIZE_MAX ? size : cases [i].invalid_at;
-        size_t got = mx_compat_body_utf8_invalid_at ((const unsigned char *) text, size);
+        size_t got = mx_utf8_invalid_at ((const unsigned char *) text, size);
         if (got != want)
             fail_msg ("case %zu: invalid at %zu, expected %zu", i, got, want);
     }
     //  A NUL byte is valid UTF-8 (U+0000); the XML decoder refuses it later.
-    assert_int_equal (mx_compat_body_utf8_invalid_at ((const unsigned char *) "a\0b", 3), 3);
+    assert_int_equal (mx_utf8_invalid_at ((const unsigned char *) "a\0b", 3), 3);
 }
 
 static void

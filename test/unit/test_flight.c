@@ -1396,6 +1396,84 @@ test_msg_doc (void **state)
     mx_flight_destroy (&flight);
 }
 
+//  The texts written straight are json_dumps of the two documents, byte
+//  for byte, whatever the flight holds.
+static void
+s_check_texts (const mx_flight_t *flight, const mx_event_meta_t *meta, json_t *changed, const mx_tz_t *zone)
+{
+    char *msg_text = NULL, *schd_text = NULL;
+    mx_flight_event_texts (flight, meta, changed, zone, true, &msg_text, &schd_text);
+    json_t *doc = mx_flight_msg_doc (flight, meta, changed, zone);
+    char *expected = s_dump (doc);
+    assert_string_equal (msg_text, expected);
+    free (expected);
+    json_decref (doc);
+    doc = mx_flight_state_doc (flight, zone);
+    expected = s_dump (doc);
+    assert_string_equal (schd_text, expected);
+    free (expected);
+    json_decref (doc);
+    free (msg_text);
+    free (schd_text);
+    mx_flight_event_texts (flight, meta, changed, zone, false, &msg_text, &schd_text);
+    assert_null (schd_text);
+    free (msg_text);
+}
+
+static void
+test_event_texts_equal_documents (void **state)
+{
+    (void) state;
+    mx_event_meta_t meta = {
+        .event_id = 12, .msg_id = 17, .type = "FLOP", .styp = "STND", .seqn = 1243, .dttm = "20210123053000"
+    };
+    json_t *changed = json_pack ("[s,s]", "STND", "PSDT");
+    mx_flight_t *flight = s_doc_flight ();
+    s_check_texts (flight, &meta, changed, s_zone);
+    s_check_texts (flight, &meta, NULL, s_utc);
+    //  Every scalar and every set field with a value of its type, then
+    //  text that needs escaping, text that is not UTF-8, values that are
+    //  not canonical, rare sets and extra with keys out of order.
+    for (int k = 0; k < MX_F_COUNT; k++) {
+        char text [24];
+        mx_flight_set_scalar (flight, (mx_scalar_t) k, s_sample (mx_scalar_info ((mx_scalar_t) k)->type, k, text));
+    }
+    for (int kind = 0; kind < MX_SET_COUNT; kind++)
+        for (int key = 1; key <= 3; key++)
+            s_set_add_sample (&flight->sets [kind], (mx_set_kind_t) kind, key, kind + key);
+    flight->rare [MX_RARE_SRVT] = json_pack ("{s:s,s:[{s:s,s:s}],s:s}", "SRTC", "ATN",
+                                             "LIST", "B", "2", "A", "1", "ABCD", "x");
+    json_object_set_new (flight->extra, "AAAA", json_pack ("{s:i,s:n,s:b}", "z", 1, "a", "m", 0));
+    s_check_texts (flight, &meta, changed, s_zone);
+    s_check_texts (flight, &meta, changed, s_berlin);
+    mx_flight_set_scalar (flight, MX_F_REMC, "a\"b\\c\nd\re\tf\bg\fh\x01i\x1fj/k\x7f\u00e9\u2028");
+    mx_flight_set_scalar (flight, MX_F_FTSS, "bad \xff\xfe");
+    mx_flight_set_scalar (flight, MX_F_EXSC, "\xed\xa0\x80");        //  a surrogate
+    mx_flight_set_scalar (flight, MX_F_MAXP, "many");
+    mx_flight_set_scalar (flight, MX_F_ESTT, "soon");
+    mx_flight_set_scalar (flight, MX_F_TAID, "-9223372036854775808");
+    mx_flight_set_scalar (flight, MX_F_PHAG, NULL);
+    mx_set_t *gates = &flight->sets [MX_SET_GATE];
+    free (gates->records [0].values [0]);
+    gates->records [0].values [0] = strdup ("G\"1\xc3");
+    meta.type = "FL\"OP";
+    meta.styp = NULL;
+    meta.dttm = "\x80";
+    meta.seqn = -1;
+    s_check_texts (flight, &meta, changed, s_zone);
+    //  Deleted, no day yet, no extra.
+    flight->deleted = true;
+    flight->deleted_at = 1611351300123;
+    flight->operation_day = -1;
+    json_decref (flight->extra);
+    flight->extra = NULL;
+    s_check_texts (flight, &meta, NULL, s_zone);
+    flight->deleted_at = -1;
+    s_check_texts (flight, &meta, NULL, s_zone);
+    json_decref (changed);
+    mx_flight_destroy (&flight);
+}
+
 int
 main (void)
 {
@@ -1428,6 +1506,7 @@ main (void)
         cmocka_unit_test (test_state_doc),
         cmocka_unit_test (test_state_doc_edges),
         cmocka_unit_test (test_msg_doc),
+        cmocka_unit_test (test_event_texts_equal_documents),
     };
     return cmocka_run_group_tests (tests, s_setup, s_teardown);
 }

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mx_compat_body.h"
+#include "mx_utf8.h"
 #include "mx_sis.h"
 #include "mx_tz.h"
 
@@ -48,7 +48,7 @@ s_refused_utf8 (const char *xml, size_t size, mx_sis_status_t expected, const ch
     assert_null (strchr (error, '\n'));
     if (!strstr (error, words))
         fail_msg ("'%s' not in '%s'", words, error);
-    size_t bad = mx_compat_body_utf8_invalid_at ((const unsigned char *) error, length);
+    size_t bad = mx_utf8_invalid_at ((const unsigned char *) error, length);
     //  Copied before failing: a failed test must not also leak.
     char line [512];
     snprintf (line, sizeof line, "%s", error);
