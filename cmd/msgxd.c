@@ -109,7 +109,8 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
     S_ADVICE (pipeline_backfill_period) =
         "Marks are first tried at once; the sweep only catches up after mailbox failures.",
     S_ADVICE (pipeline_backfill_batch) =
-        "Raise to catch up faster after a long mailbox outage.",
+        "As large as msgx.pipeline.process-batch, a processing batch's marks take one round "
+        "(64 marks to a mailbox transaction). Raise to catch up faster after a long mailbox outage.",
     S_ADVICE (pipeline_backfill_max_attempts) =
         "With the default backoff 20 attempts cover about 4 hours of mailbox trouble; abandoned "
         "marks show in msgx_pipeline_backfill_abandoned and need msgxctl backfill recover.",

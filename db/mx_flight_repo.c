@@ -544,22 +544,47 @@ typedef struct {
     size_t next;
 } s_named_t;
 
-static __thread s_named_t s_named;
+//  Per thread (a connection is used by one thread), freed when it ends.
+static pthread_key_t s_named_key;
+static pthread_once_t s_named_once = PTHREAD_ONCE_INIT;
 
-//  The cache of this connection, emptied when the connection is another.
-static zhashx_t *
+static void
+s_named_free (void *data)
+{
+    s_named_t *named = (s_named_t *) data;
+    zhashx_destroy (&named->names);
+    free (named);
+}
+
+static void
+s_named_key_create (void)
+{
+    int rc = pthread_key_create (&s_named_key, s_named_free);
+    assert (rc == 0);
+}
+
+//  The names of this connection, forgotten when the connection is another.
+static s_named_t *
 s_named_for (PGconn *conn)
 {
-    int pid = PQbackendPID (conn);
-    if (!s_named.names || s_named.conn != conn || s_named.backend_pid != pid) {
-        zhashx_destroy (&s_named.names);
-        s_named.names = zhashx_new ();
-        assert (s_named.names);
-        zhashx_set_destructor (s_named.names, (zhashx_destructor_fn *) zstr_free);
-        s_named.conn = conn;
-        s_named.backend_pid = pid;
+    pthread_once (&s_named_once, s_named_key_create);
+    s_named_t *named = (s_named_t *) pthread_getspecific (s_named_key);
+    if (!named) {
+        named = (s_named_t *) calloc (1, sizeof (s_named_t));
+        assert (named);
+        int rc = pthread_setspecific (s_named_key, named);
+        assert (rc == 0);
     }
-    return s_named.names;
+    int pid = PQbackendPID (conn);
+    if (!named->names || named->conn != conn || named->backend_pid != pid) {
+        zhashx_destroy (&named->names);
+        named->names = zhashx_new ();
+        assert (named->names);
+        zhashx_set_destructor (named->names, (zhashx_destructor_fn *) zstr_free);
+        named->conn = conn;
+        named->backend_pid = pid;
+    }
+    return named;
 }
 
 //  ---------------------------------------------------------------------
@@ -664,13 +689,14 @@ s_batch_run (PGconn *conn, s_batch_t *self, char **error)
     }
     int rc = 0;
     size_t sent = 0;
-    zhashx_t *names = s_named_for (conn);
+    s_named_t *named = s_named_for (conn);
+    zhashx_t *names = named->names;
     for (; sent < self->count; sent++) {
         s_stmt_t *stmt = &self->stmts [sent];
         const char *name = (const char *) zhashx_lookup (names, stmt->sql);
         if (!name && zhashx_size (names) < S_NAMED_MAX) {
             //  Known from here on; forgotten again if the prepare fails.
-            stmt->prepared = zsys_sprintf ("mxf%zu", s_named.next++);
+            stmt->prepared = zsys_sprintf ("mxf%zu", named->next++);
             zhashx_insert (names, stmt->sql, strdup (stmt->prepared));
             name = stmt->prepared;
             if (!PQsendPrepare (conn, name, stmt->sql, stmt->nparams, NULL)) {

@@ -149,10 +149,12 @@ msgx
         #   mailbox failures.
         backfill-period = 30s
 
-        #   rows per backfill sweep.
-        #   Integer; default 100; environment MSGX_PIPELINE_BACKFILL_BATCH.
-        #   Raise to catch up faster after a long mailbox outage.
-        backfill-batch = 100
+        #   rows per backfill round (a processing batch's marks, a sweep).
+        #   Integer; default 500; environment MSGX_PIPELINE_BACKFILL_BATCH.
+        #   As large as msgx.pipeline.process-batch, a processing batch's marks
+        #   take one round (64 marks to a mailbox transaction). Raise to catch
+        #   up faster after a long mailbox outage.
+        backfill-batch = 500
 
         #   backfill attempts before a mark is abandoned (EXHAUSTED).
         #   Integer; default 20; environment
