@@ -59,11 +59,13 @@ static const char *s_sql [S_STMT_COUNT] = {
         "INSERT INTO CMINMSGS (CMINMSGS_CLOB_MSG, CMINMSGS_DATE_RECEIVED, CMINMSGS_STATUS)"
         " VALUES (?, FROM_UNIXTIME(?), 'VALID')",
     //  WIRE §1: written once, only where no mark exists; never overwritten.
-    //  A chunk of marks is one transaction: its rows locked and read (which
-    //  are there, which are marked), then the unmarked ones marked.
+    //  A chunk of marks is one transaction: its rows read (which are there,
+    //  which are marked), then the unmarked ones marked. No FOR UPDATE:
+    //  MySQL wants more than the column UPDATE grant for it; a row marked
+    //  by someone else in between shows in the count (see s_mark_chunk).
     [S_MARK_LOCK] =
         "SELECT CMINMSGS_ID, CMINMSGS_DATE_PROCESSED IS NULL FROM CMINMSGS"
-        " WHERE CMINMSGS_ID IN (" S_MARK_PLACES ") FOR UPDATE",
+        " WHERE CMINMSGS_ID IN (" S_MARK_PLACES ")",
     [S_MARK] =
         "UPDATE CMINMSGS SET CMINMSGS_STATUS = ?, CMINMSGS_DATE_PROCESSED = FROM_UNIXTIME(?)"
         " WHERE CMINMSGS_ID IN (" S_MARK_PLACES ") AND CMINMSGS_DATE_PROCESSED IS NULL",
@@ -701,6 +703,9 @@ mx_mailbox_insert (mx_mailbox_t *self, const char *xml, size_t size,
     return 0;
 }
 
+//  s_mark_chunk's answer when the chunk must be redone row by row.
+#define S_MARK_RACED 1
+
 typedef struct {
     const int64_t *ids;                     //  at most S_MARK_CHUNK
     size_t count;
@@ -728,8 +733,7 @@ s_bind_ids (MYSQL_BIND *params, long long *values, const int64_t *ids, size_t co
     }
 }
 
-//  Reads which ids of the chunk exist (present) and are unmarked, locking
-//  their rows until the transaction ends.
+//  Reads which ids of the chunk exist (present) and are unmarked.
 static int
 s_mark_lock (mx_mailbox_t *self, const s_mark_args_t *args, bool *present, bool *unmarked, char **error)
 {
@@ -771,7 +775,8 @@ s_mark_chunk (mx_mailbox_t *self, void *args_, char **error)
     if (s_query (self, "START TRANSACTION", "mark transaction", error))
         return -1;
     int rc = s_mark_lock (self, args, present, unmarked, error);
-    //  The unmarked ones, marked: locked, so every one of them changes.
+    //  The unmarked ones, marked: every one of them changes unless someone
+    //  else marked it since the read.
     int64_t open_ids [S_MARK_CHUNK];
     size_t open_count = 0;
     for (size_t i = 0; i < args->count && rc == 0; i++) {
@@ -794,9 +799,14 @@ s_mark_chunk (mx_mailbox_t *self, void *args_, char **error)
             rc = -1;
         else
         if (mysql_stmt_affected_rows (stmt) != (my_ulonglong) open_count) {
-            s_set_error (error, "mailbox mark changed %llu rows of the %zu it had locked",
-                         (unsigned long long) mysql_stmt_affected_rows (stmt), open_count);
-            rc = -1;
+            //  Marked by someone else meanwhile: a single row is then
+            //  marked already; a chunk cannot tell which, so it is undone
+            //  and redone row by row (S_MARK_RACED).
+            if (args->count > 1) {
+                mysql_rollback (self->conn);
+                return S_MARK_RACED;
+            }
+            unmarked [0] = false;
         }
     }
     if (rc == 0 && mysql_commit (self->conn)) {
@@ -841,8 +851,9 @@ mx_mailbox_mark_many (mx_mailbox_t *self, const int64_t *ids, size_t count, int6
         char *chunk_error = NULL;
         if (s_run (self, s_mark_chunk, &args, S_RETRY_ONCE, &chunk_error) == 0)
             continue;
-        //  One row that cannot be marked must not hold back the others:
-        //  the chunk again row by row, up to the first that fails.
+        //  One row that cannot be marked must not hold back the others
+        //  (nor a row marked by someone else the chunk's outcomes): the
+        //  chunk again row by row, up to the first that fails.
         free (chunk_error);
         for (size_t i = 0; i < args.count; i++) {
             s_mark_args_t one = { .ids = args.ids + i, .count = 1, .now_s = args.now_s, .marks = args.marks + i };

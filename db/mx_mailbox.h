@@ -81,9 +81,10 @@ mx_mark_t
     mx_mailbox_mark (mx_mailbox_t *self, int64_t id, int64_t now_ms, char **error);
 
 //  The processed mark of many rows, the same rule, a transaction per 64
-//  rows (each row's outcome is exact: its row is locked while it is read
-//  and marked); a chunk that fails is tried again row by row, so one row
-//  that cannot be marked holds back no other. marks [i] gets the outcome
+//  rows: read (present? marked?), then the unmarked marked. Each row's
+//  outcome is exact: a chunk in which someone else marked a row between
+//  the two is undone and tried again row by row, as is a chunk that
+//  fails, so one row that cannot be marked holds back no other. marks [i] gets the outcome
 //  of ids [i]. Returns how many ids have their outcome: all of them, or up
 //  to and including the first row that failed (MX_MARK_ERROR, *error set);
 //  the ones after it were not tried.
