@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mx_text.h"
+
 typedef enum { S_COUNTER, S_GAUGE, S_HISTOGRAM } s_type_t;
 
 static const char *s_type_names [] = { "counter", "gauge", "histogram" };
@@ -272,58 +274,29 @@ mx_metrics_histogram_observe (mx_metrics_histogram_t *self, double value)
 //  ---------------------------------------------------------------------
 //  Rendering
 
-typedef struct {
-    char *data;
-    size_t size;
-    size_t capacity;
-} s_text_t;
-
-static void
-s_append (s_text_t *text, const char *data, size_t size)
-{
-    if (text->size + size + 1 > text->capacity) {
-        size_t want = text->capacity ? text->capacity * 2 : 4096;
-        while (want < text->size + size + 1)
-            want *= 2;
-        char *grown = (char *) realloc (text->data, want);
-        assert (grown);
-        text->data = grown;
-        text->capacity = want;
-    }
-    memcpy (text->data + text->size, data, size);
-    text->size += size;
-    text->data [text->size] = '\0';
-}
-
-static void
-s_puts (s_text_t *text, const char *data)
-{
-    s_append (text, data, strlen (data));
-}
-
 //  Escapes backslash and newline, and the double quote when quoted (label
 //  values); HELP text keeps its quotes (format 0.0.4).
 static void
-s_escaped (s_text_t *text, const char *data, bool quoted)
+s_escaped (mx_text_t *text, const char *data, bool quoted)
 {
     for (const char *at = data; *at; at++) {
         if (*at == '\\')
-            s_puts (text, "\\\\");
+            mx_text_puts (text, "\\\\");
         else
         if (*at == '\n')
-            s_puts (text, "\\n");
+            mx_text_puts (text, "\\n");
         else
         if (*at == '"' && quoted)
-            s_puts (text, "\\\"");
+            mx_text_puts (text, "\\\"");
         else
-            s_append (text, at, 1);
+            mx_text_append (text, at, 1);
     }
 }
 
 //  Shortest text that reads back as the same double; NaN and the
 //  infinities as Prometheus spells them.
 static void
-s_number (s_text_t *text, double value)
+s_number (mx_text_t *text, double value)
 {
     char buf [40];
     if (isnan (value))
@@ -336,58 +309,58 @@ s_number (s_text_t *text, double value)
         if (strtod (buf, NULL) != value)
             snprintf (buf, sizeof buf, "%.17g", value);
     }
-    s_puts (text, buf);
+    mx_text_puts (text, buf);
 }
 
 static void
-s_unsigned (s_text_t *text, uint64_t value)
+s_unsigned (mx_text_t *text, uint64_t value)
 {
     char buf [24];
     snprintf (buf, sizeof buf, "%" PRIu64, value);
-    s_puts (text, buf);
+    mx_text_puts (text, buf);
 }
 
 //  name{labels[,le="bound"]} - le only when le_text is not NULL.
 static void
-s_series_name (s_text_t *text, const char *name, const char *suffix,
+s_series_name (mx_text_t *text, const char *name, const char *suffix,
                const s_series_t *series, const char *le_text)
 {
-    s_puts (text, name);
-    s_puts (text, suffix);
+    mx_text_puts (text, name);
+    mx_text_puts (text, suffix);
     if (series->label_count == 0 && !le_text)
         return;
-    s_puts (text, "{");
+    mx_text_puts (text, "{");
     for (size_t i = 0; i < series->label_count; i++) {
         if (i)
-            s_puts (text, ",");
-        s_puts (text, series->labels [i].key);
-        s_puts (text, "=\"");
+            mx_text_puts (text, ",");
+        mx_text_puts (text, series->labels [i].key);
+        mx_text_puts (text, "=\"");
         s_escaped (text, series->labels [i].value, true);
-        s_puts (text, "\"");
+        mx_text_puts (text, "\"");
     }
     if (le_text) {
         if (series->label_count)
-            s_puts (text, ",");
-        s_puts (text, "le=\"");
-        s_puts (text, le_text);
-        s_puts (text, "\"");
+            mx_text_puts (text, ",");
+        mx_text_puts (text, "le=\"");
+        mx_text_puts (text, le_text);
+        mx_text_puts (text, "\"");
     }
-    s_puts (text, "}");
+    mx_text_puts (text, "}");
 }
 
 static void
-s_render_histogram (s_text_t *text, const s_family_t *family, s_series_t *series)
+s_render_histogram (mx_text_t *text, const s_family_t *family, s_series_t *series)
 {
     uint64_t cumulative = 0;
     for (size_t i = 0; i < family->bound_count; i++) {
         cumulative += atomic_load_explicit (&series->buckets [i], memory_order_relaxed);
-        s_text_t le = { 0 };
+        mx_text_t le = { 0 };
         s_number (&le, family->bounds [i]);
         s_series_name (text, family->name, "_bucket", series, le.data);
         free (le.data);
-        s_puts (text, " ");
+        mx_text_puts (text, " ");
         s_unsigned (text, cumulative);
-        s_puts (text, "\n");
+        mx_text_puts (text, "\n");
     }
     //  Observations above the last bound only show in count; reading count
     //  after the buckets keeps +Inf >= every bucket under concurrent updates.
@@ -395,48 +368,48 @@ s_render_histogram (s_text_t *text, const s_family_t *family, s_series_t *series
     if (count < cumulative)
         count = cumulative;
     s_series_name (text, family->name, "_bucket", series, "+Inf");
-    s_puts (text, " ");
+    mx_text_puts (text, " ");
     s_unsigned (text, count);
-    s_puts (text, "\n");
+    mx_text_puts (text, "\n");
     s_series_name (text, family->name, "_sum", series, NULL);
-    s_puts (text, " ");
+    mx_text_puts (text, " ");
     s_number (text, s_double (atomic_load_explicit (&series->value, memory_order_relaxed)));
-    s_puts (text, "\n");
+    mx_text_puts (text, "\n");
     s_series_name (text, family->name, "_count", series, NULL);
-    s_puts (text, " ");
+    mx_text_puts (text, " ");
     s_unsigned (text, count);
-    s_puts (text, "\n");
+    mx_text_puts (text, "\n");
 }
 
 char *
 mx_metrics_render (void)
 {
-    s_text_t text = { 0 };
-    s_puts (&text, "");
+    mx_text_t text = { 0 };
+    mx_text_puts (&text, "");
     pthread_mutex_lock (&s_mutex);
     for (s_family_t *family = s_families; family; family = family->next) {
-        s_puts (&text, "# HELP ");
-        s_puts (&text, family->name);
-        s_puts (&text, " ");
+        mx_text_puts (&text, "# HELP ");
+        mx_text_puts (&text, family->name);
+        mx_text_puts (&text, " ");
         s_escaped (&text, family->help, false);
-        s_puts (&text, "\n# TYPE ");
-        s_puts (&text, family->name);
-        s_puts (&text, " ");
-        s_puts (&text, s_type_names [family->type]);
-        s_puts (&text, "\n");
+        mx_text_puts (&text, "\n# TYPE ");
+        mx_text_puts (&text, family->name);
+        mx_text_puts (&text, " ");
+        mx_text_puts (&text, s_type_names [family->type]);
+        mx_text_puts (&text, "\n");
         for (s_series_t *series = family->series; series; series = series->next) {
             if (family->type == S_HISTOGRAM) {
                 s_render_histogram (&text, family, series);
                 continue;
             }
             s_series_name (&text, family->name, "", series, NULL);
-            s_puts (&text, " ");
+            mx_text_puts (&text, " ");
             uint64_t value = atomic_load_explicit (&series->value, memory_order_relaxed);
             if (family->type == S_COUNTER)
                 s_unsigned (&text, value);
             else
                 s_number (&text, s_double (value));
-            s_puts (&text, "\n");
+            mx_text_puts (&text, "\n");
         }
     }
     pthread_mutex_unlock (&s_mutex);

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mx_text.h"
 #include "mx_utf8.h"
 
 #define S_HOUR_MS INT64_C (3600000)
@@ -715,114 +716,86 @@ mx_flight_msg_doc (const mx_flight_t *flight, const mx_event_meta_t *meta,
 //  flight), without building them as trees first: a change's documents
 //  were most of the processor's time, in allocations.
 
-typedef struct {
-    char *data;
-    size_t size;
-    size_t capacity;
-} s_text_t;
-
 static void
-s_text_put (s_text_t *self, const char *bytes, size_t size)
-{
-    if (self->size + size + 1 > self->capacity) {
-        size_t capacity = self->capacity ? self->capacity : 2048;
-        while (self->size + size + 1 > capacity)
-            capacity *= 2;
-        self->data = (char *) realloc (self->data, capacity);
-        assert (self->data);
-        self->capacity = capacity;
-    }
-    memcpy (self->data + self->size, bytes, size);
-    self->size += size;
-    self->data [self->size] = '\0';
-}
-
-static void
-s_text_puts (s_text_t *self, const char *text)
-{
-    s_text_put (self, text, strlen (text));
-}
-
-static void
-s_text_int (s_text_t *self, int64_t value)
+s_text_int (mx_text_t *self, int64_t value)
 {
     char digits [24];
     int size = snprintf (digits, sizeof digits, "%" PRId64, value);
-    s_text_put (self, digits, (size_t) size);
+    mx_text_append (self, digits, (size_t) size);
 }
 
 //  A JSON string as jansson writes it: '"', '\\' and control characters
 //  escaped, everything else as it is. Text that is not UTF-8 is null, as
 //  json_string refuses it.
 static void
-s_text_string (s_text_t *self, const char *text)
+s_text_string (mx_text_t *self, const char *text)
 {
     size_t size = strlen (text);
     if (mx_utf8_invalid_at ((const unsigned char *) text, size) != size) {
-        s_text_put (self, "null", 4);
+        mx_text_append (self, "null", 4);
         return;
     }
-    s_text_put (self, "\"", 1);
+    mx_text_append (self, "\"", 1);
     size_t run = 0;
     for (size_t at = 0; at < size; at++) {
         unsigned char c = (unsigned char) text [at];
         if (c >= 0x20 && c != '"' && c != '\\')
             continue;
-        s_text_put (self, text + run, at - run);
+        mx_text_append (self, text + run, at - run);
         run = at + 1;
         char escape [8];
         switch (c) {
-            case '"':  s_text_put (self, "\\\"", 2); break;
-            case '\\': s_text_put (self, "\\\\", 2); break;
-            case '\b': s_text_put (self, "\\b", 2); break;
-            case '\f': s_text_put (self, "\\f", 2); break;
-            case '\n': s_text_put (self, "\\n", 2); break;
-            case '\r': s_text_put (self, "\\r", 2); break;
-            case '\t': s_text_put (self, "\\t", 2); break;
+            case '"':  mx_text_append (self, "\\\"", 2); break;
+            case '\\': mx_text_append (self, "\\\\", 2); break;
+            case '\b': mx_text_append (self, "\\b", 2); break;
+            case '\f': mx_text_append (self, "\\f", 2); break;
+            case '\n': mx_text_append (self, "\\n", 2); break;
+            case '\r': mx_text_append (self, "\\r", 2); break;
+            case '\t': mx_text_append (self, "\\t", 2); break;
             default:
                 snprintf (escape, sizeof escape, "\\u%04X", (unsigned int) c);
-                s_text_put (self, escape, 6);
+                mx_text_append (self, escape, 6);
         }
     }
-    s_text_put (self, text + run, size - run);
-    s_text_put (self, "\"", 1);
+    mx_text_append (self, text + run, size - run);
+    mx_text_append (self, "\"", 1);
 }
 
 static void
-s_text_string_or_null (s_text_t *self, const char *text)
+s_text_string_or_null (mx_text_t *self, const char *text)
 {
     if (text)
         s_text_string (self, text);
     else
-        s_text_put (self, "null", 4);
+        mx_text_append (self, "null", 4);
 }
 
 //  ,"key": (or "key": first); keys are our own ASCII names.
 static void
-s_text_key (s_text_t *self, const char *key, bool first)
+s_text_key (mx_text_t *self, const char *key, bool first)
 {
     if (!first)
-        s_text_put (self, ",", 1);
-    s_text_put (self, "\"", 1);
-    s_text_puts (self, key);
-    s_text_put (self, "\":", 2);
+        mx_text_append (self, ",", 1);
+    mx_text_append (self, "\"", 1);
+    mx_text_puts (self, key);
+    mx_text_append (self, "\":", 2);
 }
 
 //  A value that has its tree anyway (rare sets, extra, changed).
 static void
-s_text_json (s_text_t *self, const json_t *value)
+s_text_json (mx_text_t *self, const json_t *value)
 {
     char *text = json_dumps (value, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
     assert (text);
-    s_text_puts (self, text);
+    mx_text_puts (self, text);
     free (text);
 }
 
 static void
-s_text_value (s_text_t *self, mx_value_type_t type, const char *text, const mx_tz_t *zone)
+s_text_value (mx_text_t *self, mx_value_type_t type, const char *text, const mx_tz_t *zone)
 {
     if (!text) {
-        s_text_put (self, "null", 4);
+        mx_text_append (self, "null", 4);
         return;
     }
     int64_t number;
@@ -838,7 +811,7 @@ s_text_value (s_text_t *self, mx_value_type_t type, const char *text, const mx_t
 }
 
 static void
-s_text_sorted (s_text_t *self, const json_t *value)
+s_text_sorted (mx_text_t *self, const json_t *value)
 {
     json_t *sorted = s_json_sorted (value);
     s_text_json (self, sorted);
@@ -847,9 +820,9 @@ s_text_sorted (s_text_t *self, const json_t *value)
 
 //  mx_flight_state_doc as text.
 static void
-s_state_text (s_text_t *self, const mx_flight_t *flight, const mx_tz_t *zone)
+s_state_text (mx_text_t *self, const mx_flight_t *flight, const mx_tz_t *zone)
 {
-    s_text_put (self, "{", 1);
+    mx_text_append (self, "{", 1);
     s_text_key (self, "flid", true);
     s_text_int (self, flight->flid);
     s_text_key (self, "operation_day", false);
@@ -861,18 +834,18 @@ s_state_text (s_text_t *self, const mx_flight_t *flight, const mx_tz_t *zone)
         s_text_string (self, date);
     }
     else
-        s_text_put (self, "null", 4);
+        mx_text_append (self, "null", 4);
     s_text_key (self, "state_version", false);
     s_text_int (self, flight->state_version);
     s_text_key (self, "lifecycle", false);
-    s_text_puts (self, flight->deleted ? "\"DELETED\"" : "\"ACTIVE\"");
+    mx_text_puts (self, flight->deleted ? "\"DELETED\"" : "\"ACTIVE\"");
     s_text_key (self, "deleted_at", false);
     if (flight->deleted && flight->deleted_at >= 0) {
         char iso [MX_TZ_ISO_BUFSIZE];
         s_text_string (self, mx_tz_format_iso (zone, flight->deleted_at, iso, sizeof iso));
     }
     else
-        s_text_put (self, "null", 4);
+        mx_text_append (self, "null", 4);
     for (int index = 0; index < MX_F_COUNT; index++) {
         s_text_key (self, s_scalars [index].code, false);
         s_text_value (self, s_scalars [index].type, flight->scalars [index], zone);
@@ -881,33 +854,33 @@ s_state_text (s_text_t *self, const mx_flight_t *flight, const mx_tz_t *zone)
         const mx_set_info_t *info = mx_set_info ((mx_set_kind_t) index);
         const mx_set_t *set = &flight->sets [index];
         s_text_key (self, info->element, false);
-        s_text_put (self, "[", 1);
+        mx_text_append (self, "[", 1);
         for (size_t r = 0; r < set->count; r++) {
             const mx_set_record_t *record = &set->records [r];
-            s_text_put (self, r ? ",{" : "{", r ? 2 : 1);
+            mx_text_append (self, r ? ",{" : "{", r ? 2 : 1);
             s_text_key (self, *info->key ? info->key : S_DELAY_KEY, true);
             s_text_int (self, record->key);
             for (size_t field = 0; field < info->field_count; field++) {
                 s_text_key (self, info->field_codes [field], false);
                 s_text_value (self, info->field_types [field], record->values [field], zone);
             }
-            s_text_put (self, "}", 1);
+            mx_text_append (self, "}", 1);
         }
-        s_text_put (self, "]", 1);
+        mx_text_append (self, "]", 1);
     }
     for (int index = 0; index < MX_RARE_COUNT; index++) {
         s_text_key (self, s_rare_codes [index], false);
         if (flight->rare [index])
             s_text_sorted (self, flight->rare [index]);
         else
-            s_text_put (self, "null", 4);
+            mx_text_append (self, "null", 4);
     }
     s_text_key (self, "extra", false);
     if (flight->extra)
         s_text_sorted (self, flight->extra);
     else
-        s_text_put (self, "{}", 2);
-    s_text_put (self, "}", 1);
+        mx_text_append (self, "{}", 2);
+    mx_text_append (self, "}", 1);
 }
 
 void
@@ -918,11 +891,11 @@ mx_flight_event_texts (const mx_flight_t *flight, const mx_event_meta_t *meta, j
     assert (meta);
     assert (zone);
     assert (msg_text && schd_text);
-    s_text_t state = { 0 };
+    mx_text_t state = { 0 };
     s_state_text (&state, flight, zone);
     //  s_msg_head's members, then "state" last.
-    s_text_t text = { 0 };
-    s_text_put (&text, "{", 1);
+    mx_text_t text = { 0 };
+    mx_text_append (&text, "{", 1);
     s_text_key (&text, "event_id", true);
     s_text_int (&text, meta->event_id);
     s_text_key (&text, "msg_id", false);
@@ -943,10 +916,10 @@ mx_flight_event_texts (const mx_flight_t *flight, const mx_event_meta_t *meta, j
     if (changed)
         s_text_json (&text, changed);
     else
-        s_text_put (&text, "[]", 2);
+        mx_text_append (&text, "[]", 2);
     s_text_key (&text, "state", false);
-    s_text_put (&text, state.data, state.size);
-    s_text_put (&text, "}", 1);
+    mx_text_append (&text, state.data, state.size);
+    mx_text_append (&text, "}", 1);
     *msg_text = text.data;
     if (want_schd)
         *schd_text = state.data;
