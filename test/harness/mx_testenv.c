@@ -682,19 +682,54 @@ mx_testenv_rmtree (const char *dir)
     nftw (dir, s_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-int
-mx_testenv_free_port (void)
+//  True when port can be bound on 127.0.0.1 now (0: any port, returned
+//  in *port).
+static bool
+s_port_bindable (int *port)
 {
     int fd = socket (AF_INET, SOCK_STREAM, 0);
     if (fd < 0)
         s_fail ("socket: %s", strerror (errno));
-    struct sockaddr_in addr = { .sin_family = AF_INET };
+    struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons ((uint16_t) *port) };
     addr.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
     socklen_t length = sizeof addr;
-    if (bind (fd, (struct sockaddr *) &addr, sizeof addr) || getsockname (fd, (struct sockaddr *) &addr, &length))
-        s_fail ("cannot find a free port: %s", strerror (errno));
+    bool ok = bind (fd, (struct sockaddr *) &addr, sizeof addr) == 0
+           && getsockname (fd, (struct sockaddr *) &addr, &length) == 0;
     close (fd);
-    return ntohs (addr.sin_port);
+    if (ok)
+        *port = ntohs (addr.sin_port);
+    return ok;
+}
+
+//  A port below the kernel's ephemeral range: between this call and the
+//  daemon's bind, no client socket of the tests running beside it (their
+//  PostgreSQL, MariaDB and Kafka connections) can be given it, as a port
+//  from bind (0) could.
+int
+mx_testenv_free_port (void)
+{
+    int ephemeral = 32768;
+    FILE *range = fopen ("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    if (range) {
+        if (fscanf (range, "%d", &ephemeral) != 1)
+            ephemeral = 32768;
+        fclose (range);
+    }
+    const int low = 20000;
+    if (ephemeral - low >= 1000) {
+        struct timespec now;
+        clock_gettime (CLOCK_MONOTONIC, &now);
+        unsigned int seed = (unsigned int) getpid () ^ (unsigned int) now.tv_nsec;
+        for (int attempt = 0; attempt < 200; attempt++) {
+            int port = low + rand_r (&seed) % (ephemeral - low);
+            if (s_port_bindable (&port))
+                return port;
+        }
+    }
+    int port = 0;
+    if (!s_port_bindable (&port))
+        s_fail ("cannot find a free port: %s", strerror (errno));
+    return port;
 }
 
 void

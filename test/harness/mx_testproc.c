@@ -325,16 +325,34 @@ s_expect (mx_testproc_t *self, s_stream_t *stream, const char *needle, int timeo
     }
 }
 
+//  A miss says what the process wrote since the last match (its tail), so
+//  a failed expectation shows why.
+static const char *
+s_expect_or_show (mx_testproc_t *self, s_stream_t *stream, const char *name, const char *needle,
+                  int timeout_ms)
+{
+    const char *line = s_expect (self, stream, needle, timeout_ms);
+    if (!line) {
+        size_t from = stream->next;
+        if (stream->size - from > 4000)
+            from = stream->size - 4000;
+        fprintf (stderr, "mx_testproc: \"%s\" not on %s within %d ms (%s); it wrote since:\n%.*s\n",
+                 needle, name, timeout_ms, stream->fd < 0 ? "output ended" : "still running",
+                 (int) (stream->size - from), stream->data ? stream->data + from : "");
+    }
+    return line;
+}
+
 const char *
 mx_testproc_expect_stderr (mx_testproc_t *self, const char *needle, int timeout_ms)
 {
-    return s_expect (self, &self->err, needle, timeout_ms);
+    return s_expect_or_show (self, &self->err, "stderr", needle, timeout_ms);
 }
 
 const char *
 mx_testproc_expect_stdout (mx_testproc_t *self, const char *needle, int timeout_ms)
 {
-    return s_expect (self, &self->out, needle, timeout_ms);
+    return s_expect_or_show (self, &self->out, "stdout", needle, timeout_ms);
 }
 
 int
