@@ -177,9 +177,11 @@ msgx
         backfill-backoff-cap = 15m
 
         #   KAFKA:msg events per delivery batch.
-        #   Integer; default 100; environment MSGX_PIPELINE_DELIVERY_BATCH.
-        #   Raise for throughput when the brokers are far away.
-        delivery-batch = 100
+        #   Integer; default 500; environment MSGX_PIPELINE_DELIVERY_BATCH.
+        #   As large as msgx.pipeline.process-batch, delivery keeps pace with a
+        #   draining backlog (at 100 it fell behind and cost a third more
+        #   database time per message). Raise when the brokers are far away.
+        delivery-batch = 500
 
         #   delivery batches per wake-up.
         #   Integer; default 10; environment
