@@ -677,6 +677,29 @@ s_batch_reset (s_batch_t *self)
     memset (self, 0, sizeof *self);
 }
 
+//  One query's result in the pipeline, then the NULL that ends it. Returns
+//  its status, or -1 when the connection lost it (read no further). The
+//  first failure goes into *rc and *error; *changed gets the rows changed.
+static int
+s_take_result (PGconn *conn, const char *sql, int *rc, char **error, long *changed)
+{
+    PGresult *res = PQgetResult (conn);
+    if (!res) {
+        if (*rc == 0)
+            s_error (error, "lost the result of a flight statement: %s", PQerrorMessage (conn));
+        *rc = -1;
+        return -1;
+    }
+    int status = (int) PQresultStatus (res);
+    if (*rc == 0 && mx_pg_check (conn, res, sql, error))
+        *rc = -1;
+    *changed = strtol (PQcmdTuples (res), NULL, 10);
+    PQclear (res);
+    while ((res = PQgetResult (conn)) != NULL)
+        PQclear (res);
+    return status;
+}
+
 //  Send every statement, one Sync, then read every result: one round trip.
 //  After the first failure the server skips the rest (PIPELINE_ABORTED);
 //  the caller's transaction is then failed and is rolled back by the caller.
@@ -719,43 +742,21 @@ s_batch_run (PGconn *conn, s_batch_t *self, char **error)
     }
     for (size_t i = 0; i < sent; i++) {
         s_stmt_t *stmt = &self->stmts [i];
+        long changed = 0;
         if (stmt->prepared) {
-            //  The prepare's own result, then its NULL.
-            PGresult *res = PQgetResult (conn);
-            if (!res) {
-                if (rc == 0)
-                    s_error (error, "lost the result of a flight statement: %s", PQerrorMessage (conn));
-                rc = -1;
+            int status = s_take_result (conn, stmt->sql, &rc, error, &changed);
+            if (status < 0)
                 break;
-            }
-            if (rc == 0 && mx_pg_check (conn, res, stmt->sql, error))
-                rc = -1;
-            else
-            if (PQresultStatus (res) == PGRES_COMMAND_OK)
+            if (status == PGRES_COMMAND_OK)
                 zstr_free (&stmt->prepared);        //  it exists: the name stays known
-            PQclear (res);
-            while ((res = PQgetResult (conn)) != NULL)
-                PQclear (res);
         }
-        PGresult *res = PQgetResult (conn);
-        if (!res) {
-            if (rc == 0)
-                s_error (error, "lost the result of a flight statement: %s", PQerrorMessage (conn));
-            rc = -1;
+        if (s_take_result (conn, stmt->sql, &rc, error, &changed) < 0)
             break;
-        }
-        if (rc == 0 && mx_pg_check (conn, res, stmt->sql, error))
-            rc = -1;
-        else
-        if (rc == 0 && stmt->one_row && strcmp (PQcmdTuples (res), "1") != 0) {
+        if (rc == 0 && stmt->one_row && changed != 1) {
             s_error (error, "flight row missing or changed since it was loaded"
-                            " (UPDATE matched %s rows)", PQcmdTuples (res));
+                            " (UPDATE matched %ld rows)", changed);
             rc = -1;
         }
-        PQclear (res);
-        //  Each statement's results end with a NULL.
-        while ((res = PQgetResult (conn)) != NULL)
-            PQclear (res);
     }
     //  Up to the Sync's own result; a lost connection ends with NULL.
     PGresult *res;
