@@ -608,9 +608,9 @@ s_slot_destroy (void **item)
     *item = NULL;
 }
 
-//  Events of one change, appended in order.
+//  Events of one change, streamed into the batch's outbox COPY in order.
 static void
-s_change_events (s_processor_t *self, zlistx_t *events, zlistx_t *texts, const mx_flight_t *before,
+s_change_events (s_processor_t *self, mx_bulk_copy_t *copy, const mx_flight_t *before,
                  const mx_flight_t *after, json_t *changed, const mx_sis_meta_t *meta, int64_t msg_id)
 {
     mx_event_meta_t event = {
@@ -620,15 +620,12 @@ s_change_events (s_processor_t *self, zlistx_t *events, zlistx_t *texts, const m
     char *msg_text = NULL, *schd_text = NULL;
     mx_flight_event_texts (after, &event, changed, self->zone, !tombstone, &msg_text, &schd_text);
     mx_event_type_t type = tombstone ? MX_EVENT_TOMBSTONE : MX_EVENT_UPSERT;
-    mx_bulk_event_t *msg_event = (mx_bulk_event_t *) zmalloc (sizeof (mx_bulk_event_t));
-    *msg_event = (mx_bulk_event_t) { MX_TARGET_MSG, type, after->flid, after->state_version, msg_id, msg_text };
-    mx_bulk_event_t *schd_event = (mx_bulk_event_t *) zmalloc (sizeof (mx_bulk_event_t));
-    *schd_event = (mx_bulk_event_t) { MX_TARGET_SCHD, type, after->flid, after->state_version, msg_id, schd_text };
-    zlistx_add_end (events, msg_event);
-    zlistx_add_end (events, schd_event);
-    zlistx_add_end (texts, msg_text);
-    if (schd_text)
-        zlistx_add_end (texts, schd_text);
+    mx_bulk_event_t msg_event = { MX_TARGET_MSG, type, after->flid, after->state_version, msg_id, msg_text };
+    mx_bulk_event_t schd_event = { MX_TARGET_SCHD, type, after->flid, after->state_version, msg_id, schd_text };
+    mx_bulk_events_put (copy, &msg_event);
+    mx_bulk_events_put (copy, &schd_event);
+    free (msg_text);
+    free (schd_text);
 }
 
 static void
@@ -675,10 +672,7 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
     size_t raw_count = 0;
     zhashx_t *slots = zhashx_new ();
     zhashx_set_destructor (slots, s_slot_destroy);
-    zlistx_t *events = zlistx_new ();
-    zlistx_set_destructor (events, (czmq_destructor *) zstr_free);
-    zlistx_t *texts = zlistx_new ();
-    zlistx_set_destructor (texts, (czmq_destructor *) zstr_free);
+    mx_bulk_copy_t *copy = NULL;
     zlistx_t *snaps = zlistx_new ();
     zlistx_set_destructor (snaps, (czmq_destructor *) zstr_free);
     int rc = 0;
@@ -883,8 +877,22 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
             goto done;
     }
 
+    //  Pass 2: apply in order, in memory, streaming the events into one
+    //  COPY as they come, so that PostgreSQL stores the first while the
+    //  next are computed. Ids are drawn for the most events the batch can
+    //  make (two per flight change).
+    {
+        size_t most = 0;
+        for (size_t i = 0; i < prefix; i++)
+            most += items [i].plan == B_FLOP ? 2 : items [i].plan == B_SCHEDULE ? 2 * items [i].schedule->count : 0;
+        if (most && mx_bulk_events_open (self->pg, most, now, &copy, &error)) {
+            mx_warn (ACTOR, "cannot start the outbox rows of a batch: %s; redoing it message by message", error);
+            free (error);
+            rc = -1;
+            goto done;
+        }
+    }
     S_PHASE (4);
-    //  Pass 2: apply in order, in memory.
     for (size_t i = 0; i < prefix; i++) {
         s_item_t *item = &items [i];
         if (item->plan == B_FLOP) {
@@ -907,7 +915,7 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
             if (any) {
                 next->state_version = slot->now->state_version + 1;
                 next->last_msg_id = item->msg_id;
-                s_change_events (self, events, texts, slot->now, next, changed, mx_sis_meta (item->msg), item->msg_id);
+                s_change_events (self, copy, slot->now, next, changed, mx_sis_meta (item->msg), item->msg_id);
                 mx_flight_destroy (&slot->now);
                 slot->now = next;
                 next = NULL;
@@ -954,7 +962,7 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
                         inserted++;
                     next [r]->state_version = (slot->now ? slot->now->state_version : 0) + 1;
                     next [r]->last_msg_id = item->msg_id;
-                    s_change_events (self, events, texts, slot->now, next [r], changed [r],
+                    s_change_events (self, copy, slot->now, next [r], changed [r],
                                      mx_sis_meta (item->msg), item->msg_id);
                     mx_flight_destroy (&slot->now);
                     slot->now = next [r];
@@ -980,9 +988,12 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
     }
 
     S_PHASE (5);
-    //  Writes: each touched flight once (its final state), the events in
-    //  order, the snapshot log, and every terminal state with its intent.
-    {
+    //  Writes: the rest of the events, each touched flight once (its final
+    //  state), the snapshot log, and every terminal state with its intent.
+    if (mx_bulk_events_close (&copy, &error))
+        rc = -1;
+    S_PHASE (6);
+    if (rc == 0) {
         size_t slot_count = zhashx_size (slots), changed = 0;
         const mx_flight_t **before = (const mx_flight_t **) calloc (slot_count + 1, sizeof (mx_flight_t *));
         const mx_flight_t **after = (const mx_flight_t **) calloc (slot_count + 1, sizeof (mx_flight_t *));
@@ -995,18 +1006,6 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
             rc = -1;
         free (before);
         free (after);
-    }
-    S_PHASE (6);
-    if (rc == 0) {
-        size_t event_count = zlistx_size (events);
-        mx_bulk_event_t *rows = (mx_bulk_event_t *) calloc (event_count + 1, sizeof (mx_bulk_event_t));
-        size_t e = 0;
-        for (mx_bulk_event_t *event = (mx_bulk_event_t *) zlistx_first (events); event;
-             event = (mx_bulk_event_t *) zlistx_next (events))
-            rows [e++] = *event;
-        if (mx_bulk_events (self->pg, rows, event_count, now, &error))
-            rc = -1;
-        free (rows);
     }
     S_PHASE (7);
     for (char *snap = (char *) zlistx_first (snaps); snap && rc == 0; snap = (char *) zlistx_next (snaps)) {
@@ -1034,7 +1033,7 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
     if (rc == 0)
         mx_log_emit (MX_LOG_DEBUG, ACTOR, json_pack ("{s:I,s:i}", "msg_id", (json_int_t) ids [0], "batch", (int) prefix),
                      "bulk phases (us): read %" PRId64 " decode %" PRId64 " identities %" PRId64 " flights %" PRId64
-                     " apply %" PRId64 " write flights %" PRId64 " events %" PRId64 " states %" PRId64,
+                     " apply %" PRId64 " events after it %" PRId64 " write flights %" PRId64 " states %" PRId64,
                      phase [1] - phase [0], phase [2] - phase [1], phase [3] - phase [2], phase [4] - phase [3],
                      phase [5] - phase [4], phase [6] - phase [5], phase [7] - phase [6], phase [8] - phase [7]);
     if (rc) {
@@ -1078,8 +1077,11 @@ done:
     free (states);
     free (attempts);
     zhashx_destroy (&slots);
-    zlistx_destroy (&events);
-    zlistx_destroy (&texts);
+    if (copy) {
+        char *ignored = NULL;
+        mx_bulk_events_close (&copy, &ignored);
+        free (ignored);
+    }
     zlistx_destroy (&snaps);
     return rc;
 }

@@ -231,79 +231,146 @@ s_copy_field (zchunk_t *out, const char *value)
     }
 }
 
-int
-mx_bulk_events (PGconn *conn, const mx_bulk_event_t *events, size_t count, int64_t now_ms, char **error)
+//  Rows are handed to libpq in pieces of about this size, so the server
+//  inserts them while the caller goes on producing the next ones.
+#define S_COPY_PIECE 65536
+
+struct mx_bulk_copy_t {
+    PGconn *conn;
+    PGresult *ids;                      //  the event ids drawn, in order
+    size_t max;
+    size_t used;
+    char created [48];                  //  created_at of every row
+    zchunk_t *out;                      //  rows not yet handed to libpq
+    char *error;                        //  first failure, reported by close
+};
+
+static void
+s_copy_fail (mx_bulk_copy_t *self, const char *what)
 {
-    if (count == 0)
-        return 0;
-    //  The ids first, in order: they go into the documents, which are then
-    //  loaded with COPY (far cheaper than an INSERT of array parameters).
+    if (!self->error && asprintf (&self->error, "%s: %s", what, PQerrorMessage (self->conn)) < 0)
+        self->error = NULL;
+}
+
+static void
+s_copy_flush (mx_bulk_copy_t *self)
+{
+    if (zchunk_size (self->out) == 0)
+        return;
+    if (!self->error && PQputCopyData (self->conn, (const char *) zchunk_data (self->out),
+                                       (int) zchunk_size (self->out)) != 1)
+        s_copy_fail (self, "COPY msg_event");
+    zchunk_set (self->out, NULL, 0);
+}
+
+int
+mx_bulk_events_open (PGconn *conn, size_t max, int64_t now_ms, mx_bulk_copy_t **copy, char **error)
+{
+    *copy = NULL;
+    //  The ids first, in order: they go into the documents. An id drawn
+    //  and not used is a gap in the sequence, as a rollback leaves.
     char count_text [MX_PG_INT64_BUFSIZE];
-    const char *params [] = { mx_pg_int64_text ((int64_t) count, count_text) };
-    PGresult *res = NULL;
-    if (mx_pg_exec (conn, "SELECT nextval (pg_get_serial_sequence ('msg_event', 'event_id'))"
-                          " FROM generate_series (1, $1::bigint)", 1, params, &res, error))
+    const char *params [] = { mx_pg_int64_text ((int64_t) max, count_text) };
+    PGresult *ids = NULL;
+    //  The sequence is looked up once: pg_get_serial_sequence per row cost
+    //  more than the nextval itself (4 ms for a batch's thousand ids).
+    if (mx_pg_exec (conn, "WITH s AS MATERIALIZED"
+                          " (SELECT pg_get_serial_sequence ('msg_event', 'event_id')::regclass AS seq)"
+                          " SELECT nextval (s.seq) FROM s, generate_series (1, $1::bigint) ORDER BY 1",
+                    1, params, &ids, error))
         return -1;
-    if ((size_t) PQntuples (res) != count) {
-        PQclear (res);
+    if ((size_t) PQntuples (ids) != max) {
+        PQclear (ids);
         *error = strdup ("could not draw event ids");
         return -1;
     }
-    time_t seconds = (time_t) (now_ms / 1000);
-    struct tm tm;
-    gmtime_r (&seconds, &tm);
-    char created [48];
-    size_t n = strftime (created, sizeof created, "%Y-%m-%d %H:%M:%S", &tm);
-    snprintf (created + n, sizeof created - n, ".%03d+00", (int) (now_ms % 1000));
-    zchunk_t *out = zchunk_new (NULL, count * 2048);
-    for (size_t i = 0; i < count; i++) {
-        const mx_bulk_event_t *event = &events [i];
-        const char *id = PQgetvalue (res, (int) i, 0);
-        char line [256];
-        char msg_id [MX_PG_INT64_BUFSIZE] = "\\N";
-        if (event->msg_id > 0)
-            mx_pg_int64_text (event->msg_id, msg_id);
-        snprintf (line, sizeof line, "%s\t%s\t%" PRId64 "\t%s\t%" PRId64 "\t%" PRId64 "\t%s\t", id,
-                  event->target == MX_TARGET_MSG ? "KAFKA:msg" : "KAFKA:schd", event->flid,
-                  event->type == MX_EVENT_UPSERT ? "UPSERT" : "TOMBSTONE", event->flid, event->state_version,
-                  msg_id);
-        zchunk_extend (out, line, strlen (line));
-        const char *payload = event->payload;
-        static const char prefix [] = "{\"event_id\":0,";
-        if (payload && strncmp (payload, prefix, sizeof prefix - 1) == 0) {
-            char head [64];
-            snprintf (head, sizeof head, "{\"event_id\":%s,", id);
-            s_copy_field (out, head);
-            s_copy_field (out, payload + sizeof prefix - 1);
-        }
-        else
-            s_copy_field (out, payload);
-        zchunk_extend (out, "\t", 1);
-        zchunk_extend (out, created, strlen (created));
-        zchunk_extend (out, "\n", 1);
-    }
-    PQclear (res);
-    int rc = 0;
-    res = PQexec (conn, "COPY msg_event (event_id, target, partition_key, event_type, flid, state_version,"
-                        " msg_id, payload, created_at) FROM STDIN");
+    PGresult *res = PQexec (conn, "COPY msg_event (event_id, target, partition_key, event_type, flid,"
+                                  " state_version, msg_id, payload, created_at) FROM STDIN");
     if (PQresultStatus (res) != PGRES_COPY_IN) {
         if (mx_pg_check (conn, res, "COPY msg_event", error) == 0)
             *error = strdup ("COPY msg_event did not start");
-        rc = -1;
+        PQclear (res);
+        PQclear (ids);
+        return -1;
     }
     PQclear (res);
-    if (rc == 0) {
-        if (PQputCopyData (conn, (const char *) zchunk_data (out), (int) zchunk_size (out)) != 1
-        ||  PQputCopyEnd (conn, NULL) != 1) {
-            *error = strdup (PQerrorMessage (conn));
-            rc = -1;
-        }
-        while ((res = PQgetResult (conn)) != NULL) {
-            if (rc == 0 && mx_pg_check (conn, res, "COPY msg_event", error))
-                rc = -1;
-            PQclear (res);
-        }
+    mx_bulk_copy_t *self = (mx_bulk_copy_t *) calloc (1, sizeof (mx_bulk_copy_t));
+    assert (self);
+    self->conn = conn;
+    self->ids = ids;
+    self->max = max;
+    self->out = zchunk_new (NULL, S_COPY_PIECE + 8192);
+    time_t seconds = (time_t) (now_ms / 1000);
+    struct tm tm;
+    gmtime_r (&seconds, &tm);
+    size_t n = strftime (self->created, sizeof self->created, "%Y-%m-%d %H:%M:%S", &tm);
+    snprintf (self->created + n, sizeof self->created - n, ".%03d+00", (int) (now_ms % 1000));
+    *copy = self;
+    return 0;
+}
+
+void
+mx_bulk_events_put (mx_bulk_copy_t *self, const mx_bulk_event_t *event)
+{
+    if (self->used == self->max) {
+        if (!self->error)
+            self->error = strdup ("more events than event ids drawn for them");
+        return;
     }
-    zchunk_destroy (&out);
+    const char *id = PQgetvalue (self->ids, (int) self->used++, 0);
+    zchunk_t *out = self->out;
+    char line [256];
+    char msg_id [MX_PG_INT64_BUFSIZE] = "\\N";
+    if (event->msg_id > 0)
+        mx_pg_int64_text (event->msg_id, msg_id);
+    snprintf (line, sizeof line, "%s\t%s\t%" PRId64 "\t%s\t%" PRId64 "\t%" PRId64 "\t%s\t", id,
+              event->target == MX_TARGET_MSG ? "KAFKA:msg" : "KAFKA:schd", event->flid,
+              event->type == MX_EVENT_UPSERT ? "UPSERT" : "TOMBSTONE", event->flid, event->state_version,
+              msg_id);
+    zchunk_extend (out, line, strlen (line));
+    const char *payload = event->payload;
+    static const char prefix [] = "{\"event_id\":0,";
+    if (payload && strncmp (payload, prefix, sizeof prefix - 1) == 0) {
+        char head [64];
+        snprintf (head, sizeof head, "{\"event_id\":%s,", id);
+        s_copy_field (out, head);
+        s_copy_field (out, payload + sizeof prefix - 1);
+    }
+    else
+        s_copy_field (out, payload);
+    zchunk_extend (out, "\t", 1);
+    zchunk_extend (out, self->created, strlen (self->created));
+    zchunk_extend (out, "\n", 1);
+    if (zchunk_size (out) >= S_COPY_PIECE)
+        s_copy_flush (self);
+}
+
+int
+mx_bulk_events_close (mx_bulk_copy_t **copy_p, char **error)
+{
+    mx_bulk_copy_t *self = *copy_p;
+    if (!self)
+        return 0;
+    *copy_p = NULL;
+    s_copy_flush (self);
+    //  After a failure the COPY is ended with an error: nothing of it stays,
+    //  and the caller's transaction fails with it.
+    if (PQputCopyEnd (self->conn, self->error ? "aborted by msgxd" : NULL) != 1)
+        s_copy_fail (self, "COPY msg_event");
+    PGresult *res;
+    while ((res = PQgetResult (self->conn)) != NULL) {
+        char *failed = NULL;
+        if (mx_pg_check (self->conn, res, "COPY msg_event", &failed) && !self->error)
+            self->error = failed;
+        else
+            free (failed);
+        PQclear (res);
+    }
+    int rc = self->error ? -1 : 0;
+    if (rc)
+        *error = self->error;
+    PQclear (self->ids);
+    zchunk_destroy (&self->out);
+    free (self);
     return rc;
 }

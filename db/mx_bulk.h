@@ -55,9 +55,16 @@ typedef struct {
     const char *payload;                //  NULL: null value (tombstone on KAFKA:schd)
 } mx_bulk_event_t;
 
-//  Outbox rows in the given order (event ids ascending in that order); a
-//  payload starting {"event_id":0, gets its event id written there.
-int mx_bulk_events (PGconn *conn, const mx_bulk_event_t *events, size_t count, int64_t now_ms,
-                    char **error);
+//  Outbox rows streamed into one COPY while they are produced: the server
+//  inserts the first rows while the caller computes the next. open draws
+//  `max` event ids (given out in order by put; an unused one is a gap in
+//  the sequence) and starts the COPY: until close, the connection runs no
+//  other statement. put never fails on its own: the first failure is kept
+//  and close ends the COPY with an error (the transaction then fails) and
+//  returns it. close frees the stream.
+typedef struct mx_bulk_copy_t mx_bulk_copy_t;
+int mx_bulk_events_open (PGconn *conn, size_t max, int64_t now_ms, mx_bulk_copy_t **copy, char **error);
+void mx_bulk_events_put (mx_bulk_copy_t *copy, const mx_bulk_event_t *event);
+int mx_bulk_events_close (mx_bulk_copy_t **copy, char **error);
 
 #endif

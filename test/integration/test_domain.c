@@ -491,6 +491,53 @@ test_transaction_killed_mid_batch_applies_nothing_twice (void **state)
     mx_testpg_expect (fx->conn, "SELECT count(DISTINCT tx) < 4 FROM mx_test_tx WHERE msg_id > 1", "t");
 }
 
+//  The outbox rows of a batch are streamed while the batch is applied; the
+//  server refuses one in the middle of the stream: the batch leaves nothing,
+//  is redone message by message, and every event is there once, in order.
+static void
+test_outbox_refused_mid_stream_redoes_the_batch (void **state)
+{
+    fixture_t *fx = *state;
+    PGresult *res = PQexec (fx->conn,
+        "CREATE SEQUENCE mx_test_once;"
+        "CREATE FUNCTION mx_test_refuse () RETURNS trigger LANGUAGE plpgsql AS $$"
+        " BEGIN"
+        "  IF NEW.flid = 102 AND NEW.msg_id > 1 AND nextval ('mx_test_once') = 1 THEN"
+        "   RAISE EXCEPTION 'outbox refused for the test';"
+        "  END IF;"
+        "  RETURN NEW;"
+        " END $$;"
+        "CREATE TRIGGER mx_test_refuse BEFORE INSERT ON msg_event FOR EACH ROW EXECUTE FUNCTION mx_test_refuse ();");
+    assert_int_equal (PQresultStatus (res), PGRES_COMMAND_OK);
+    PQclear (res);
+    char *xml = s_dnld (1, 4, 4, "733", -1);
+    mx_testmb_insert (fx->mb, 1, xml, T0);
+    free (xml);
+    s_start (fx, &fx->args);
+    s_wait_all_finished (fx, 1);
+    for (int i = 0; i < 4; i++) {
+        char flop [512];
+        snprintf (flop, sizeof flop,
+                  "<MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DTTM>20210123080000</DTTM><TYPE>FLOP</TYPE>"
+                  "<STYP>STND</STYP></META><FLOP><FLID>%d</FLID><STND>S%d</STND></FLOP></MSG>", 10 + i, 100 + i, i);
+        mx_testmb_insert (fx->mb, 2 + i, flop, T0);
+    }
+    s_wait_all_finished (fx, 5);
+    zactor_destroy (&fx->control);
+    //  It did refuse once (the redo's two rows of flight 102 drew more).
+    mx_testpg_expect (fx->conn, "SELECT last_value >= 2 FROM mx_test_once", "t");
+    mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id || ':' || state || ':' || attempts, ' ' ORDER BY msg_id)"
+                        " FROM proc_state", "1:SUCCEEDED:0 2:SUCCEEDED:0 3:SUCCEEDED:0 4:SUCCEEDED:0 5:SUCCEEDED:0");
+    mx_testpg_expect (fx->conn, "SELECT string_agg (flid || ':' || stnd || ':v' || state_version, ' ' ORDER BY flid)"
+                        " FROM flight_schd", "100:S0:v2 101:S1:v2 102:S2:v2 103:S3:v2");
+    //  Each change once, and event ids in message order per target.
+    mx_testpg_expect (fx->conn, "SELECT count(*) || ' ' || count(DISTINCT (target, flid, state_version)) FROM msg_event",
+                      "16 16");
+    mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id::text, ' ' ORDER BY event_id) FROM msg_event"
+                        " WHERE target = 'KAFKA:msg' AND msg_id > 1", "2 3 4 5");
+    s_assert_events_match_versions (fx);
+}
+
 int
 main (void)
 {
@@ -498,6 +545,7 @@ main (void)
         cmocka_unit_test_setup_teardown (test_every_sample_reaches_the_state_wire_predicts, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_snapshots_replay_reject_and_cross_day, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_transaction_killed_mid_batch_applies_nothing_twice, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_outbox_refused_mid_stream_redoes_the_batch, s_setup, s_teardown),
     };
     int failed = cmocka_run_group_tests (tests, NULL, NULL);
     zsys_shutdown ();
