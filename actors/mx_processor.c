@@ -33,6 +33,8 @@
 
 #define ACTOR "processor"
 
+typedef struct s_ahead_t s_ahead_t;
+
 typedef struct {
     zsock_t *pipe;
     zsock_t *data;              //  PAIR from the pump
@@ -48,6 +50,8 @@ typedef struct {
     char current_type [16];     //  TYPE of the message in hand, "-" before decoding
     zhashx_t *flights;          //  flid -> mx_flight_t as committed by a batch of ours
     zlistx_t *flights_owed;     //  flight states of the open batch, for `flights` at commit
+    s_ahead_t *ahead;           //  the next messages, decoded
+    int64_t replied_at;         //  zclock_usecs of the last PROCESSED, for the debug log
 } s_processor_t;
 
 //  Flights kept between batches; past this the whole cache starts again.
@@ -577,7 +581,23 @@ typedef struct {
     mx_bulk_terminal_t terminal;
     char *text;                 //  owned texts for the terminal row
     char *outcome;
+    bool stop;                  //  read ahead: needs the message-by-message path
 } s_item_t;
+
+//  The messages after a batch, read and decoded while it commits and while
+//  the pump hands over the next head: under a backlog the next batch is
+//  exactly those, and their decoding then costs the chain nothing.
+struct s_ahead_t {
+    int64_t read_at;            //  zclock_mono
+    mx_mailbox_text_t *raw;
+    size_t raw_count;
+    s_item_t *items;            //  one per raw row
+    size_t decoded;             //  items [0, decoded) are
+};
+
+//  Past this age a read-ahead is not used (an operator may have changed
+//  the mailbox meanwhile).
+#define S_AHEAD_FRESH_MS 1000
 
 //  A flight as loaded (before) and as it stands after the batch so far.
 typedef struct {
@@ -596,6 +616,159 @@ s_item_terminal (s_item_t *item, mx_state_t state, mx_error_class_t error_class,
     item->terminal.msg_id = item->msg_id;
     item->terminal.state = state;
     item->terminal.error_class = error_class;
+}
+
+static void
+s_item_free (s_item_t *item)
+{
+    mx_sis_destroy (&item->msg);
+    mx_flop_destroy (&item->flop);
+    mx_schedule_destroy (&item->schedule);
+    free (item->text);
+    free (item->outcome);
+    item->text = item->outcome = NULL;
+}
+
+//  Decodes a message whose raw text is in hand into its plan or its
+//  terminal outcome. Depends on the configuration and the zone only, so it
+//  may run ahead of the batch. false: the message needs the
+//  message-by-message path (a codec error, a kind the bulk path lacks).
+static bool
+s_item_decode (s_processor_t *self, s_item_t *item)
+{
+    char *error = NULL;
+    size_t max_bytes = (size_t) self->config->codec_max_message_bytes;
+    if (!item->xml) {
+        char *text = zsys_sprintf ("message of %zu bytes is larger than msgx.codec.max-message-bytes (%zu)",
+                                   item->size, max_bytes);
+        s_item_terminal (item, MX_STATE_DEAD, MX_ERR_MALFORMED, text, NULL);
+        free (text);
+        return true;
+    }
+    mx_sis_options_t options = {
+        .zone = self->zone, .max_bytes = max_bytes,
+        .ignore_types = self->config->pipeline_ignore_types.items,
+        .ignore_count = self->config->pipeline_ignore_types.count
+    };
+    mx_sis_status_t status;
+    item->msg = mx_sis_decode (item->xml, item->size, &options, &status, &error);
+    if (!item->msg) {
+        if (status != MX_SIS_MALFORMED) {
+            free (error);
+            return false;               //  CODEC_ERROR: a failed attempt, not ours
+        }
+        s_item_terminal (item, MX_STATE_DEAD, MX_ERR_MALFORMED, error, NULL);
+        free (error);
+        return true;
+    }
+    const mx_sis_meta_t *meta = mx_sis_meta (item->msg);
+    item->terminal.type = meta->type;
+    item->terminal.styp = meta->styp;
+    mx_sis_identity (meta, self->config->identity_include_day_boundary, item->key, sizeof item->key);
+    if (s_ignored (self, meta->type)) {
+        char outcome [32];
+        snprintf (outcome, sizeof outcome, "ignored:%s", meta->type);
+        s_item_terminal (item, MX_STATE_SKIPPED, MX_ERR_NONE, NULL, outcome);
+        return true;
+    }
+    mx_sis_kind_t kind = mx_sis_kind (item->msg);
+    mx_body_status_t body = MX_BODY_OK;
+    if (kind == MX_SIS_KIND_FLOP || kind == MX_SIS_KIND_FDEL) {
+        body = mx_sis_flop (item->msg, self->zone, &item->flop, &error);
+        item->plan = B_FLOP;
+    }
+    else
+    if (kind == MX_SIS_KIND_SCHD_DNLD || kind == MX_SIS_KIND_SCHD_ADFT) {
+        body = mx_sis_schedule (item->msg, self->zone, &item->schedule, &error);
+        item->plan = B_SCHEDULE;
+    }
+    else
+        return false;                   //  reference, SCHD DEL, unsupported: message by message
+    if (body == MX_BODY_PROTOCOL) {
+        s_item_terminal (item, MX_STATE_DEAD, MX_ERR_PROTOCOL, error, NULL);
+        free (error);
+        return true;
+    }
+    free (error);
+    return body == MX_BODY_OK;
+}
+
+static void
+s_ahead_destroy (s_ahead_t **self_p)
+{
+    s_ahead_t *self = *self_p;
+    if (!self)
+        return;
+    for (size_t r = 0; r < self->raw_count; r++) {
+        if (self->items)
+            s_item_free (&self->items [r]);
+        if (self->raw)
+            free (self->raw [r].xml);
+    }
+    free (self->raw);
+    free (self->items);
+    free (self);
+    *self_p = NULL;
+}
+
+//  Reads the mailbox rows after `last`, up to a batch of them.
+static void
+s_ahead_read (s_processor_t *self, int64_t last)
+{
+    s_ahead_destroy (&self->ahead);
+    s_ahead_t *ahead = (s_ahead_t *) calloc (1, sizeof (s_ahead_t));
+    assert (ahead);
+    ahead->read_at = zclock_mono ();
+    char *error = NULL;
+    if (mx_mailbox_read_range (self->mailbox, last + 1, last + self->config->pipeline_process_batch,
+                               (size_t) self->config->codec_max_message_bytes,
+                               &ahead->raw, &ahead->raw_count, &error)) {
+        mx_debug (ACTOR, "no read-ahead after %" PRId64 ": %s", last, error);
+        free (error);
+        s_ahead_destroy (&ahead);
+        return;
+    }
+    ahead->items = (s_item_t *) calloc (ahead->raw_count + 1, sizeof (s_item_t));
+    assert (ahead->items);
+    for (size_t r = 0; r < ahead->raw_count; r++) {
+        s_item_t *item = &ahead->items [r];
+        item->msg_id = ahead->raw [r].id;
+        item->present = true;
+        item->xml = ahead->raw [r].xml;
+        item->size = ahead->raw [r].size;
+    }
+    self->ahead = ahead;
+}
+
+//  Decodes what the read-ahead holds. With `until`, stops early once that
+//  connection has its result in (the commit: the pump is then told at once
+//  and the rest is decoded while it picks the next head).
+static void
+s_ahead_decode (s_processor_t *self, PGconn *until)
+{
+    s_ahead_t *ahead = self->ahead;
+    while (ahead && ahead->decoded < ahead->raw_count) {
+        s_item_t *item = &ahead->items [ahead->decoded++];
+        item->stop = !s_item_decode (self, item);
+        if (until && ahead->decoded % 16 == 0 && (!PQconsumeInput (until) || !PQisBusy (until)))
+            break;
+    }
+}
+
+//  True when the read-ahead holds every one of ids (a batch's, ascending).
+static bool
+s_ahead_covers (const s_ahead_t *ahead, const int64_t *ids, size_t count)
+{
+    if (!ahead || zclock_mono () - ahead->read_at > S_AHEAD_FRESH_MS)
+        return false;
+    size_t r = 0;
+    for (size_t i = 0; i < count; i++) {
+        while (r < ahead->raw_count && ahead->raw [r].id < ids [i])
+            r++;
+        if (r == ahead->raw_count || ahead->raw [r].id != ids [i])
+            return false;
+    }
+    return true;
 }
 
 static void
@@ -681,19 +854,26 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
     int64_t phase [9] = { zclock_usecs () };
 #define S_PHASE(n) phase [n] = zclock_usecs ()
 
+    //  The raw texts: decoded already if the read-ahead holds the batch.
+    s_ahead_decode (self, NULL);
+    s_ahead_t *ahead = self->ahead;
+    self->ahead = NULL;
+    if (!s_ahead_covers (ahead, ids, count))
+        s_ahead_destroy (&ahead);
+    else {
+        raw = ahead->raw;
+        raw_count = ahead->raw_count;
+        ahead->raw = NULL;
+    }
     if (mx_bulk_start (self->pg, ids, count, states, attempts, &error)
-    ||  mx_mailbox_read_range (self->mailbox, ids [0], ids [count - 1], max_bytes, &raw, &raw_count, &error)) {
+    ||  (!ahead && mx_mailbox_read_range (self->mailbox, ids [0], ids [count - 1], max_bytes,
+                                          &raw, &raw_count, &error))) {
         mx_warn (ACTOR, "batch of %zu from %" PRId64 ": %s; redoing it message by message", count, ids [0], error);
         free (error);
         rc = -1;
         goto done;
     }
     S_PHASE (1);
-    mx_sis_options_t options = {
-        .zone = self->zone, .max_bytes = max_bytes,
-        .ignore_types = self->config->pipeline_ignore_types.items,
-        .ignore_count = self->config->pipeline_ignore_types.count
-    };
     //  Pass 1: decode, in order, up to the first message the bulk path
     //  cannot settle in memory.
     size_t next_raw = 0;
@@ -717,56 +897,15 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
             s_item_terminal (item, MX_STATE_DEAD, MX_ERR_MALFORMED, "raw-missing", "raw-missing");
             continue;
         }
-        if (!item->xml) {
-            char *text = zsys_sprintf ("message of %zu bytes is larger than msgx.codec.max-message-bytes (%zu)",
-                                       item->size, max_bytes);
-            s_item_terminal (item, MX_STATE_DEAD, MX_ERR_MALFORMED, text, NULL);
-            free (text);
-            continue;
-        }
-        mx_sis_status_t status;
-        item->msg = mx_sis_decode (item->xml, item->size, &options, &status, &error);
-        if (!item->msg) {
-            if (status != MX_SIS_MALFORMED) {
-                free (error);
-                break;                  //  CODEC_ERROR: a failed attempt, not ours
-            }
-            s_item_terminal (item, MX_STATE_DEAD, MX_ERR_MALFORMED, error, NULL);
-            free (error);
-            continue;
-        }
-        const mx_sis_meta_t *meta = mx_sis_meta (item->msg);
-        item->terminal.type = meta->type;
-        item->terminal.styp = meta->styp;
-        mx_sis_identity (meta, self->config->identity_include_day_boundary, item->key, sizeof item->key);
-        if (s_ignored (self, meta->type)) {
-            char outcome [32];
-            snprintf (outcome, sizeof outcome, "ignored:%s", meta->type);
-            s_item_terminal (item, MX_STATE_SKIPPED, MX_ERR_NONE, NULL, outcome);
-            continue;
-        }
-        mx_sis_kind_t kind = mx_sis_kind (item->msg);
-        mx_body_status_t body = MX_BODY_OK;
-        if (kind == MX_SIS_KIND_FLOP || kind == MX_SIS_KIND_FDEL) {
-            body = mx_sis_flop (item->msg, self->zone, &item->flop, &error);
-            item->plan = B_FLOP;
+        if (ahead) {
+            *item = ahead->items [next_raw];
+            memset (&ahead->items [next_raw], 0, sizeof (s_item_t));
+            if (item->stop)
+                break;
         }
         else
-        if (kind == MX_SIS_KIND_SCHD_DNLD || kind == MX_SIS_KIND_SCHD_ADFT) {
-            body = mx_sis_schedule (item->msg, self->zone, &item->schedule, &error);
-            item->plan = B_SCHEDULE;
-        }
-        else
-            break;                      //  reference, SCHD DEL, unsupported: message by message
-        if (body == MX_BODY_PROTOCOL) {
-            s_item_terminal (item, MX_STATE_DEAD, MX_ERR_PROTOCOL, error, NULL);
-            free (error);
-            continue;
-        }
-        if (body != MX_BODY_OK) {
-            free (error);
+        if (!s_item_decode (self, item))
             break;
-        }
     }
     if (prefix == 0)
         goto done;
@@ -1031,7 +1170,8 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
     }
     S_PHASE (8);
     if (rc == 0)
-        mx_log_emit (MX_LOG_DEBUG, ACTOR, json_pack ("{s:I,s:i}", "msg_id", (json_int_t) ids [0], "batch", (int) prefix),
+        mx_log_emit (MX_LOG_DEBUG, ACTOR, json_pack ("{s:I,s:i,s:b}", "msg_id", (json_int_t) ids [0],
+                                                    "batch", (int) prefix, "read_ahead", ahead != NULL),
                      "bulk phases (us): read %" PRId64 " decode %" PRId64 " identities %" PRId64 " flights %" PRId64
                      " apply %" PRId64 " events after it %" PRId64 " write flights %" PRId64 " states %" PRId64,
                      phase [1] - phase [0], phase [2] - phase [1], phase [3] - phase [2], phase [4] - phase [3],
@@ -1063,13 +1203,9 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
     *applied = prefix;
 
 done:
-    for (size_t i = 0; i < count; i++) {
-        mx_sis_destroy (&items [i].msg);
-        mx_flop_destroy (&items [i].flop);
-        mx_schedule_destroy (&items [i].schedule);
-        free (items [i].text);
-        free (items [i].outcome);
-    }
+    for (size_t i = 0; i < count; i++)
+        s_item_free (&items [i]);
+    s_ahead_destroy (&ahead);
     for (size_t r = 0; r < raw_count; r++)
         free (raw [r].xml);
     free (raw);
@@ -1140,6 +1276,8 @@ static const char *
 s_process_batch (s_processor_t *self, int64_t head)
 {
     int64_t started = zclock_mono ();
+    //  Where the time around the batch goes, for the debug log (us).
+    int64_t at_start = zclock_usecs (), at_ready = 0, at_commit = 0;
     char *error = NULL;
     if (s_pg (self, &error) || mx_pg_begin (self->pg, &error)) {
         mx_warn (ACTOR, "PostgreSQL unusable: %s", error);
@@ -1154,6 +1292,7 @@ s_process_batch (s_processor_t *self, int64_t head)
     bool broken = false;
     if (limit > 1) {
         count += s_next_ready (self, head, ids + 1, limit - 1);
+        at_ready = zclock_usecs ();
         if (s_bulk (self, ids, count, &done)) {
             //  Roll back and redo the whole batch message by message.
             zlistx_purge (self->flights_owed);
@@ -1201,7 +1340,17 @@ s_process_batch (s_processor_t *self, int64_t head)
         free (ignored);
         return "UNKNOWN";
     }
-    int commit_rc = mx_pg_commit (self->pg, &error);
+    //  A full batch says a backlog: the next messages are read and decoded
+    //  while the server commits this one.
+    at_commit = zclock_usecs ();
+    int commit_rc = mx_pg_commit_send (self->pg, &error);
+    if (commit_rc == 0) {
+        if (limit > 1 && done == limit) {
+            s_ahead_read (self, last);
+            s_ahead_decode (self, self->pg);
+        }
+        commit_rc = mx_pg_commit_result (self->pg, &error);
+    }
     if (commit_rc)
         zlistx_purge (self->flights_owed);
     else
@@ -1222,7 +1371,10 @@ s_process_batch (s_processor_t *self, int64_t head)
         mx_cmd_send (self->pipe, MX_CMD_MARKS_OWED, (uint64_t) head, (uint64_t) last);
     if (done > 1)
         mx_log_emit (MX_LOG_DEBUG, ACTOR, json_pack ("{s:I,s:i}", "msg_id", (json_int_t) head, "batch", (int) done),
-                     "applied %zu messages in one transaction", done);
+                     "applied %zu messages in one transaction (us: waited for it %" PRId64 ", begin and ready list %"
+                     PRId64 ", commit and read-ahead %" PRId64 ")", done,
+                     self->replied_at ? at_start - self->replied_at : 0, at_ready ? at_ready - at_start : 0,
+                     zclock_usecs () - at_commit);
     return mx_state_name (head_state);
 }
 
@@ -1242,6 +1394,8 @@ s_handle_data (s_processor_t *self)
     int64_t msg_id = strtoll (id_text, NULL, 10);
     const char *state = s_process_batch (self, msg_id);
     mx_cmd_send (self->data, MX_CMD_PROCESSED, (uint64_t) msg_id, strtoull (epoch, NULL, 10), state);
+    self->replied_at = zclock_usecs ();
+    s_ahead_decode (self, NULL);
     free (id_text);
     free (epoch);
 }
@@ -1336,4 +1490,5 @@ mx_processor_actor (zsock_t *pipe, void *args)
     mx_tz_destroy (&self->zone);
     zhashx_destroy (&self->flights);
     zlistx_destroy (&self->flights_owed);
+    s_ahead_destroy (&self->ahead);
 }

@@ -235,20 +235,42 @@ mx_pg_begin (PGconn *conn, char **error)
 }
 
 int
-mx_pg_commit (PGconn *conn, char **error)
+mx_pg_commit_send (PGconn *conn, char **error)
 {
+    if (PQsendQueryParams (conn, "COMMIT", 0, NULL, NULL, NULL, NULL, 0) != 1) {
+        s_set_error (error, "cannot send COMMIT: %s", PQerrorMessage (conn));
+        return -1;
+    }
+    return 0;
+}
+
+int
+mx_pg_commit_result (PGconn *conn, char **error)
+{
+    PGresult *res, *last = NULL;
+    while ((res = PQgetResult (conn)) != NULL) {
+        PQclear (last);
+        last = res;
+    }
+    if (mx_pg_check (conn, last, "COMMIT", error)) {
+        PQclear (last);
+        return -1;
+    }
     //  COMMIT of a failed transaction "succeeds" as a rollback; for the
     //  caller nothing was committed.
-    PGresult *res = NULL;
-    if (mx_pg_exec (conn, "COMMIT", 0, NULL, &res, error))
-        return -1;
-    bool rolled_back = strcmp (PQcmdStatus (res), "ROLLBACK") == 0;
-    PQclear (res);
+    bool rolled_back = strcmp (PQcmdStatus (last), "ROLLBACK") == 0;
+    PQclear (last);
     if (rolled_back) {
         s_set_error (error, "COMMIT failed: the transaction had failed and was rolled back");
         return -1;
     }
     return 0;
+}
+
+int
+mx_pg_commit (PGconn *conn, char **error)
+{
+    return mx_pg_commit_send (conn, error) ? -1 : mx_pg_commit_result (conn, error);
 }
 
 int

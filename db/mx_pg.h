@@ -55,6 +55,13 @@ int
 //  transaction had already failed).
 int
     mx_pg_commit (PGconn *conn, char **error);
+//  The same COMMIT in two halves, for work done while the server commits:
+//  after a successful send, the connection runs nothing until the result
+//  has been taken.
+int
+    mx_pg_commit_send (PGconn *conn, char **error);
+int
+    mx_pg_commit_result (PGconn *conn, char **error);
 //  Rolls back the open transaction; harmless when none is open.
 int
     mx_pg_rollback (PGconn *conn, char **error);

@@ -538,6 +538,58 @@ test_outbox_refused_mid_stream_redoes_the_batch (void **state)
     s_assert_events_match_versions (fx);
 }
 
+//  A FLOP for one of the flights of s_dnld, with its own SEQN.
+static void
+s_insert_flop (fixture_t *fx, int64_t id, int seqn, int flid, const char *body)
+{
+    char flop [512];
+    snprintf (flop, sizeof flop,
+              "<MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DTTM>20210123080000</DTTM><TYPE>FLOP</TYPE>"
+              "<STYP>STND</STYP></META><FLOP><FLID>%d</FLID>%s</FLOP></MSG>", seqn, flid, body);
+    mx_testmb_insert (fx->mb, id, flop, T0);
+}
+
+//  Under a backlog each full batch reads and decodes the next messages
+//  while it commits; the batches that use them settle every kind of
+//  outcome exactly as reading them in the batch would.
+static void
+test_read_ahead_batches_settle_every_outcome (void **state)
+{
+    fixture_t *fx = *state;
+    s_set (fx->config, "msgx.pipeline.process-batch", "3");
+    char *xml = s_dnld (1, 4, 4, "733", -1);            //  creates 100..103
+    mx_testmb_insert (fx->mb, 1, xml, T0);
+    free (xml);
+    s_insert_flop (fx, 2, 10, 100, "<STND>A1</STND>");
+    s_insert_flop (fx, 3, 11, 101, "<STND>B1</STND>");
+    s_insert_flop (fx, 4, 12, 102, "<STND>C1</STND>");
+    mx_testmb_insert (fx->mb, 5, "<MSG><META><SNDR>AODB</SNDR>", T0);
+    s_insert_flop (fx, 6, 11, 101, "<STND>B1</STND>");     //  message 3 again
+    s_insert_flop (fx, 7, 13, 999, "<STND>Z9</STND>");     //  no such flight
+    s_insert_flop (fx, 8, 14, 100, "<STND>A1</STND>");     //  what it is already
+    s_insert_flop (fx, 9, 15, 100, "<STND>A2</STND>");
+    mx_testmb_insert (fx->mb, 10,
+        "<MSG><META><SNDR>AODB</SNDR><SEQN>16</SEQN><DTTM>20210123080000</DTTM><TYPE>FLOP</TYPE>"
+        "<STYP>FDEL</STYP></META><FLOP><FLID>103</FLID><FDEL></FDEL></FLOP></MSG>", T0);
+    s_insert_flop (fx, 11, 17, 103, "<STND>D1</STND>");    //  deleted just before
+    s_insert_flop (fx, 12, 18, 102, "<STND>C2</STND>");
+    s_start (fx, &fx->args);
+    s_wait_all_finished (fx, 12);
+    zactor_destroy (&fx->control);
+    mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id || ':' || state || ':' || coalesce (error_class, '')"
+                        " || ':' || coalesce (outcome, ''), ' | ' ORDER BY msg_id) FROM proc_state",
+                      "1:SUCCEEDED::flights inserted 4, updated 0, unchanged 0 | 2:SUCCEEDED:: | 3:SUCCEEDED:: | "
+                      "4:SUCCEEDED:: | 5:DEAD:MALFORMED: | 6:SKIPPED::duplicate-of:3 | "
+                      "7:SKIPPED::unknown-flight:999 | 8:SUCCEEDED::no-change | 9:SUCCEEDED:: | "
+                      "10:SUCCEEDED:: | 11:SKIPPED::flight-deleted:103 | 12:SUCCEEDED::");
+    mx_testpg_expect (fx->conn, "SELECT string_agg (flid || ':' || CASE WHEN flid < 103 THEN stnd ELSE '' END"
+                        " || ':v' || state_version || ':' || lifecycle, ' ' ORDER BY flid) FROM flight_schd",
+                      "100:A2:v3:ACTIVE 101:B1:v2:ACTIVE 102:C2:v3:ACTIVE 103::v2:DELETED");
+    //  Five transactions of three at most: batching went on throughout.
+    mx_testpg_expect (fx->conn, "SELECT count(DISTINCT tx) <= 5 FROM mx_test_tx", "t");
+    s_assert_events_match_versions (fx);
+}
+
 int
 main (void)
 {
@@ -546,6 +598,7 @@ main (void)
         cmocka_unit_test_setup_teardown (test_snapshots_replay_reject_and_cross_day, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_transaction_killed_mid_batch_applies_nothing_twice, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_outbox_refused_mid_stream_redoes_the_batch, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_read_ahead_batches_settle_every_outcome, s_setup, s_teardown),
     };
     int failed = cmocka_run_group_tests (tests, NULL, NULL);
     zsys_shutdown ();
