@@ -52,6 +52,8 @@ typedef struct {
     zlistx_t *flights_owed;     //  flight states of the open batch, for `flights` at commit
     s_ahead_t *ahead;           //  the next messages, decoded
     int64_t replied_at;         //  zclock_usecs of the last PROCESSED, for the debug log
+    mx_text_t doc_msg;          //  a change's documents, the buffers kept from one to the next
+    mx_text_t doc_state;
 } s_processor_t;
 
 //  Flights kept between batches; past this the whole cache starts again.
@@ -584,10 +586,11 @@ typedef struct {
     bool stop;                  //  read ahead: needs the message-by-message path
 } s_item_t;
 
-//  The messages after a batch, read and decoded while it commits and while
-//  the pump hands over the next head: under a backlog the next batch is
+//  The messages after a batch, read and decoded while its states are
+//  written and committed and while the pump hands over the next head: under a backlog the next batch is
 //  exactly those, and their decoding then costs the chain nothing.
 struct s_ahead_t {
+    int64_t after;              //  the rows read come after this id
     int64_t read_at;            //  zclock_mono
     mx_mailbox_text_t *raw;
     size_t raw_count;
@@ -718,6 +721,7 @@ s_ahead_read (s_processor_t *self, int64_t last)
     s_ahead_destroy (&self->ahead);
     s_ahead_t *ahead = (s_ahead_t *) calloc (1, sizeof (s_ahead_t));
     assert (ahead);
+    ahead->after = last;
     ahead->read_at = zclock_mono ();
     char *error = NULL;
     if (mx_mailbox_read_range (self->mailbox, last + 1, last + self->config->pipeline_process_batch,
@@ -790,15 +794,14 @@ s_change_events (s_processor_t *self, mx_bulk_copy_t *copy, const mx_flight_t *b
         .msg_id = msg_id, .type = meta->type, .styp = meta->styp, .seqn = meta->seqn, .dttm = meta->dttm
     };
     bool tombstone = after->deleted && (!before || !before->deleted);
-    char *msg_text = NULL, *schd_text = NULL;
-    mx_flight_event_texts (after, &event, changed, self->zone, !tombstone, &msg_text, &schd_text);
+    mx_flight_event_texts_into (after, &event, changed, self->zone, &self->doc_msg, &self->doc_state);
     mx_event_type_t type = tombstone ? MX_EVENT_TOMBSTONE : MX_EVENT_UPSERT;
-    mx_bulk_event_t msg_event = { MX_TARGET_MSG, type, after->flid, after->state_version, msg_id, msg_text };
-    mx_bulk_event_t schd_event = { MX_TARGET_SCHD, type, after->flid, after->state_version, msg_id, schd_text };
+    mx_bulk_event_t msg_event = { MX_TARGET_MSG, type, after->flid, after->state_version, msg_id,
+                                  self->doc_msg.data };
+    mx_bulk_event_t schd_event = { MX_TARGET_SCHD, type, after->flid, after->state_version, msg_id,
+                                   tombstone ? NULL : self->doc_state.data };
     mx_bulk_events_put (copy, &msg_event);
     mx_bulk_events_put (copy, &schd_event);
-    free (msg_text);
-    free (schd_text);
 }
 
 static void
@@ -1164,8 +1167,18 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
             rows [i].outcome = items [i].outcome;
             rows [i].identity_key = items [i].holds_key ? items [i].key : NULL;
         }
-        if (mx_bulk_finish (self->pg, rows, prefix, now, &error))
+        //  A full batch says a backlog: the next messages are read and
+        //  decoded while the server writes these states (and then commits).
+        if (mx_bulk_finish_send (self->pg, rows, prefix, now, &error))
             rc = -1;
+        else {
+            if (prefix == (size_t) self->config->pipeline_process_batch) {
+                s_ahead_read (self, ids [prefix - 1]);
+                s_ahead_decode (self, self->pg);
+            }
+            if (mx_bulk_finish_result (self->pg, prefix, &error))
+                rc = -1;
+        }
         free (rows);
     }
     S_PHASE (8);
@@ -1345,10 +1358,9 @@ s_process_batch (s_processor_t *self, int64_t head)
     at_commit = zclock_usecs ();
     int commit_rc = mx_pg_commit_send (self->pg, &error);
     if (commit_rc == 0) {
-        if (limit > 1 && done == limit) {
+        if (limit > 1 && done == limit && !(self->ahead && self->ahead->after == last))
             s_ahead_read (self, last);
-            s_ahead_decode (self, self->pg);
-        }
+        s_ahead_decode (self, self->pg);
         commit_rc = mx_pg_commit_result (self->pg, &error);
     }
     if (commit_rc)
@@ -1491,4 +1503,6 @@ mx_processor_actor (zsock_t *pipe, void *args)
     zhashx_destroy (&self->flights);
     zlistx_destroy (&self->flights_owed);
     s_ahead_destroy (&self->ahead);
+    free (self->doc_msg.data);
+    free (self->doc_state.data);
 }

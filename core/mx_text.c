@@ -28,3 +28,12 @@ mx_text_puts (mx_text_t *self, const char *text)
 {
     mx_text_append (self, text, strlen (text));
 }
+
+void
+mx_text_reset (mx_text_t *self)
+{
+    assert (self);
+    self->size = 0;
+    if (self->data)
+        self->data [0] = '\0';
+}

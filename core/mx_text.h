@@ -16,5 +16,7 @@ typedef struct {
 
 void mx_text_append (mx_text_t *self, const char *data, size_t size);
 void mx_text_puts (mx_text_t *self, const char *text);
+//  Empty again, keeping the memory for what comes next.
+void mx_text_reset (mx_text_t *self);
 
 #endif

@@ -650,6 +650,37 @@ s_local_fields (const mx_tz_t *self, int64_t utc_ms, int64_t *days, int64_t *sec
     *second_of_day = local - *days * 86400;
 }
 
+//  value as exactly `width` decimal digits (0 <= value < 10^width).
+static char *
+s_digits (char *at, int value, int width)
+{
+    for (int i = width - 1; i >= 0; i--) {
+        at [i] = (char) ('0' + value % 10);
+        value /= 10;
+    }
+    return at + width;
+}
+
+//  ".mmm" when not a whole second, then the offset +hh:mm[:ss]; ends the text.
+static void
+s_iso_tail (char *at, int millis, int32_t offset)
+{
+    if (millis) {
+        *at++ = '.';
+        at = s_digits (at, millis, 3);
+    }
+    int magnitude = abs (offset);
+    *at++ = offset < 0 ? '-' : '+';
+    at = s_digits (at, magnitude / 3600 % 100, 2);
+    *at++ = ':';
+    at = s_digits (at, magnitude / 60 % 60, 2);
+    if (magnitude % 60) {
+        *at++ = ':';
+        at = s_digits (at, magnitude % 60, 2);
+    }
+    *at = '\0';
+}
+
 const char *
 mx_tz_format_iso (const mx_tz_t *self, int64_t utc_ms, char *buf, size_t size)
 {
@@ -660,18 +691,33 @@ mx_tz_format_iso (const mx_tz_t *self, int64_t utc_ms, char *buf, size_t size)
     s_local_fields (self, utc_ms, &days, &sod, &offset);
     int year, month, day;
     mx_tz_civil_from_days (days, &year, &month, &day);
-    char fraction [8] = "";
+    //  Written digit by digit: the documents format every time of a
+    //  flight at each change, and snprintf was most of that.
     int millis = (int) s_floor_mod (utc_ms, 1000);
-    if (millis)
-        snprintf (fraction, sizeof fraction, ".%03d", millis);
-    int magnitude = abs (offset);
-    char zone [12];
-    int n = snprintf (zone, sizeof zone, "%c%02d:%02d", offset < 0 ? '-' : '+',
-                      magnitude / 3600, magnitude / 60 % 60);
-    if (magnitude % 60)
-        snprintf (zone + n, sizeof zone - (size_t) n, ":%02d", magnitude % 60);
-    snprintf (buf, size, "%04d-%02d-%02dT%02d:%02d:%02d%s%s", year, month, day,
-              (int) (sod / 3600), (int) (sod / 60 % 60), (int) (sod % 60), fraction, zone);
+    char text [64];
+    char *at = text;
+    if (year < 0 || year > 9999)
+        at += snprintf (text, 32, "%04d-%02d-%02dT%02d:%02d:%02d", year, month, day,
+                        (int) (sod / 3600), (int) (sod / 60 % 60), (int) (sod % 60));
+    else {
+        at = s_digits (at, year, 4);
+        *at++ = '-';
+        at = s_digits (at, month, 2);
+        *at++ = '-';
+        at = s_digits (at, day, 2);
+        *at++ = 'T';
+        at = s_digits (at, (int) (sod / 3600), 2);
+        *at++ = ':';
+        at = s_digits (at, (int) (sod / 60 % 60), 2);
+        *at++ = ':';
+        at = s_digits (at, (int) (sod % 60), 2);
+    }
+    s_iso_tail (at, millis, offset);
+    size_t length = strlen (text);
+    if (length >= size)
+        length = size - 1;
+    memcpy (buf, text, length);
+    buf [length] = '\0';
     return buf;
 }
 

@@ -104,7 +104,7 @@ mx_bulk_bind_identities (PGconn *conn, const int64_t *ids, const char *const *ke
     PGresult *res = NULL;
     //  Rows go in msg_id order, so within the batch the earliest message
     //  takes a repeated key; the identity table outlives archiving. The key
-    //  goes onto proc_state with the terminal UPDATE (mx_bulk_finish): one
+    //  goes onto proc_state with the terminal UPDATE (mx_bulk_finish_send): one
     //  write of each row, not two.
     int rc = mx_pg_exec (conn,
         "WITH wanted AS (SELECT * FROM unnest ($1::bigint[], $2::text[]) WITH ORDINALITY AS w (msg_id, key, ord)),"
@@ -136,7 +136,7 @@ mx_bulk_bind_identities (PGconn *conn, const int64_t *ids, const char *const *ke
 }
 
 int
-mx_bulk_finish (PGconn *conn, const mx_bulk_terminal_t *rows, size_t count, int64_t now_ms, char **error)
+mx_bulk_finish_send (PGconn *conn, const mx_bulk_terminal_t *rows, size_t count, int64_t now_ms, char **error)
 {
     if (count == 0)
         return 0;
@@ -168,12 +168,12 @@ mx_bulk_finish (PGconn *conn, const mx_bulk_terminal_t *rows, size_t count, int6
         arrays [0], arrays [1], arrays [2], arrays [3], arrays [4], arrays [5], arrays [6],
         mx_pg_int64_text (now_ms, now), arrays [7]
     };
-    PGresult *res = NULL;
     //  Each row: terminal state and backfill intent together, as the
     //  single-message UPDATE does, with what the message-by-message path
     //  writes on the way there (start time, identity key): each row is
     //  written once per batch, each write of it costing every index.
-    int rc = mx_pg_exec (conn,
+    int rc = 0;
+    if (PQsendQueryParams (conn,
         "UPDATE proc_state p SET state = t.state, error_class = t.class,"
         " last_error = coalesce (t.error, p.last_error), outcome = t.outcome,"
         " msg_type = coalesce (t.type, p.msg_type), msg_styp = coalesce (t.styp, p.msg_styp),"
@@ -186,7 +186,11 @@ mx_bulk_finish (PGconn *conn, const mx_bulk_terminal_t *rows, size_t count, int6
         " WHERE p.msg_id = t.msg_id AND p.state IN ('PENDING', 'FAILED')"
         //  The ids again, so proc_state is probed by index, not hashed whole.
         " AND p.msg_id = ANY ($1::bigint[])",
-        9, params, &res, error);
+        9, NULL, params, NULL, NULL, 0) != 1) {
+        if (asprintf (error, "cannot send the terminal states: %s", PQerrorMessage (conn)) < 0)
+            *error = NULL;
+        rc = -1;
+    }
     for (int i = 0; i < 8; i++)
         free (arrays [i]);
     free (ids);
@@ -197,10 +201,22 @@ mx_bulk_finish (PGconn *conn, const mx_bulk_terminal_t *rows, size_t count, int6
     free (types);
     free (styps);
     free (keys);
+    return rc;
+}
+
+int
+mx_bulk_finish_result (PGconn *conn, size_t count, char **error)
+{
+    if (count == 0)
+        return 0;
+    PGresult *res = PQgetResult (conn);
+    int rc = mx_pg_check (conn, res, "UPDATE proc_state (terminal states)", error);
+    int updated = rc == 0 ? atoi (PQcmdTuples (res)) : 0;
+    PQclear (res);
+    while ((res = PQgetResult (conn)) != NULL)
+        PQclear (res);
     if (rc)
         return -1;
-    int updated = atoi (PQcmdTuples (res));
-    PQclear (res);
     if ((size_t) updated != count) {
         if (asprintf (error, "terminal update changed %d rows, expected %zu", updated, count) < 0)
             *error = NULL;

@@ -19,14 +19,14 @@ char *mx_bulk_int_array (const int64_t *values, size_t count);
 //  Read each row's state and attempts, in msg_id order of ids. Rows not
 //  PENDING/FAILED are reported with their state. state/attempts arrays are
 //  filled per index of ids; a missing row gets state -1. Writes nothing:
-//  mx_bulk_finish records the start time with the outcome.
+//  mx_bulk_finish_send records the start time with the outcome.
 int mx_bulk_start (PGconn *conn, const int64_t *ids, size_t count, int *states, int *attempts,
                    char **error);
 
 //  Bind identities (the keys of messages in msg_id order) in the identity
 //  table: holders [i] gets the msg_id holding keys [i] afterwards (ids [i]
 //  itself, or an earlier message). One statement. The key of a message
-//  that holds it goes onto its proc_state row with mx_bulk_finish.
+//  that holds it goes onto its proc_state row with mx_bulk_finish_send.
 int mx_bulk_bind_identities (PGconn *conn, const int64_t *ids, const char *const *keys, size_t count,
                              int64_t now_ms, int64_t *holders, char **error);
 
@@ -43,8 +43,12 @@ typedef struct {
 //  Terminal states with their backfill intent, one UPDATE for all; also
 //  processing_started_at (if not yet set) and identity_key (if given and
 //  not yet set), as the message-by-message path leaves them.
-int mx_bulk_finish (PGconn *conn, const mx_bulk_terminal_t *rows, size_t count, int64_t now_ms,
-                    char **error);
+//  Sent in two halves, for work done while the server writes them: after
+//  a successful send the connection runs nothing else until the result
+//  (with the same count) has been taken.
+int mx_bulk_finish_send (PGconn *conn, const mx_bulk_terminal_t *rows, size_t count, int64_t now_ms,
+                         char **error);
+int mx_bulk_finish_result (PGconn *conn, size_t count, char **error);
 
 typedef struct {
     mx_target_t target;

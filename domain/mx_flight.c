@@ -719,9 +719,16 @@ mx_flight_msg_doc (const mx_flight_t *flight, const mx_event_meta_t *meta,
 static void
 s_text_int (mx_text_t *self, int64_t value)
 {
+    //  Digits from the right (what %" PRId64 " gives, without printf).
     char digits [24];
-    int size = snprintf (digits, sizeof digits, "%" PRId64, value);
-    mx_text_append (self, digits, (size_t) size);
+    char *at = digits + sizeof digits;
+    uint64_t magnitude = value < 0 ? 0 - (uint64_t) value : (uint64_t) value;
+    do
+        *--at = (char) ('0' + magnitude % 10);
+    while (magnitude /= 10);
+    if (value < 0)
+        *--at = '-';
+    mx_text_append (self, at, (size_t) (digits + sizeof digits - at));
 }
 
 //  A JSON string as jansson writes it: '"', '\\' and control characters
@@ -810,12 +817,14 @@ s_text_value (mx_text_t *self, mx_value_type_t type, const char *text, const mx_
         s_text_string (self, text);
 }
 
+//  As s_json_sorted dumped: jansson sorts object keys in byte order too.
 static void
 s_text_sorted (mx_text_t *self, const json_t *value)
 {
-    json_t *sorted = s_json_sorted (value);
-    s_text_json (self, sorted);
-    json_decref (sorted);
+    char *text = json_dumps (value, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    assert (text);
+    mx_text_puts (self, text);
+    free (text);
 }
 
 //  mx_flight_state_doc as text.
@@ -884,42 +893,52 @@ s_state_text (mx_text_t *self, const mx_flight_t *flight, const mx_tz_t *zone)
 }
 
 void
-mx_flight_event_texts (const mx_flight_t *flight, const mx_event_meta_t *meta, json_t *changed,
-                       const mx_tz_t *zone, bool want_schd, char **msg_text, char **schd_text)
+mx_flight_event_texts_into (const mx_flight_t *flight, const mx_event_meta_t *meta, json_t *changed,
+                            const mx_tz_t *zone, mx_text_t *msg_text, mx_text_t *state_text)
 {
     assert (flight);
     assert (meta);
     assert (zone);
-    assert (msg_text && schd_text);
-    mx_text_t state = { 0 };
-    s_state_text (&state, flight, zone);
+    assert (msg_text && state_text);
+    mx_text_reset (state_text);
+    s_state_text (state_text, flight, zone);
     //  s_msg_head's members, then "state" last.
-    mx_text_t text = { 0 };
-    mx_text_append (&text, "{", 1);
-    s_text_key (&text, "event_id", true);
-    s_text_int (&text, meta->event_id);
-    s_text_key (&text, "msg_id", false);
-    s_text_int (&text, meta->msg_id);
-    s_text_key (&text, "flid", false);
-    s_text_int (&text, flight->flid);
-    s_text_key (&text, "type", false);
-    s_text_string_or_null (&text, meta->type);
-    s_text_key (&text, "styp", false);
-    s_text_string_or_null (&text, meta->styp);
-    s_text_key (&text, "seqn", false);
-    s_text_int (&text, meta->seqn);
-    s_text_key (&text, "dttm", false);
-    s_text_string_or_null (&text, meta->dttm);
-    s_text_key (&text, "state_version", false);
-    s_text_int (&text, flight->state_version);
-    s_text_key (&text, "changed", false);
+    mx_text_t *text = msg_text;
+    mx_text_reset (text);
+    mx_text_append (text, "{", 1);
+    s_text_key (text, "event_id", true);
+    s_text_int (text, meta->event_id);
+    s_text_key (text, "msg_id", false);
+    s_text_int (text, meta->msg_id);
+    s_text_key (text, "flid", false);
+    s_text_int (text, flight->flid);
+    s_text_key (text, "type", false);
+    s_text_string_or_null (text, meta->type);
+    s_text_key (text, "styp", false);
+    s_text_string_or_null (text, meta->styp);
+    s_text_key (text, "seqn", false);
+    s_text_int (text, meta->seqn);
+    s_text_key (text, "dttm", false);
+    s_text_string_or_null (text, meta->dttm);
+    s_text_key (text, "state_version", false);
+    s_text_int (text, flight->state_version);
+    s_text_key (text, "changed", false);
     if (changed)
-        s_text_json (&text, changed);
+        s_text_json (text, changed);
     else
-        mx_text_append (&text, "[]", 2);
-    s_text_key (&text, "state", false);
-    mx_text_append (&text, state.data, state.size);
-    mx_text_append (&text, "}", 1);
+        mx_text_append (text, "[]", 2);
+    s_text_key (text, "state", false);
+    mx_text_append (text, state_text->data, state_text->size);
+    mx_text_append (text, "}", 1);
+}
+
+void
+mx_flight_event_texts (const mx_flight_t *flight, const mx_event_meta_t *meta, json_t *changed,
+                       const mx_tz_t *zone, bool want_schd, char **msg_text, char **schd_text)
+{
+    assert (msg_text && schd_text);
+    mx_text_t text = { 0 }, state = { 0 };
+    mx_flight_event_texts_into (flight, meta, changed, zone, &text, &state);
     *msg_text = text.data;
     if (want_schd)
         *schd_text = state.data;

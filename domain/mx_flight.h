@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mx_text.h"
 #include "mx_tz.h"
 
 //  ---------------------------------------------------------------------
@@ -202,5 +203,11 @@ json_t *mx_flight_msg_doc (const mx_flight_t *flight, const mx_event_meta_t *met
 //  document) only when want_schd. Both malloc'd.
 void mx_flight_event_texts (const mx_flight_t *flight, const mx_event_meta_t *meta, json_t *changed,
                             const mx_tz_t *zone, bool want_schd, char **msg_text, char **schd_text);
+
+//  The same two texts written into buffers the caller keeps from one
+//  change to the next (emptied first): the KAFKA:msg document into
+//  msg_text, the state document into state_text.
+void mx_flight_event_texts_into (const mx_flight_t *flight, const mx_event_meta_t *meta, json_t *changed,
+                                 const mx_tz_t *zone, mx_text_t *msg_text, mx_text_t *state_text);
 
 #endif
