@@ -586,9 +586,10 @@ typedef struct {
     bool stop;                  //  read ahead: needs the message-by-message path
 } s_item_t;
 
-//  The messages after a batch, read and decoded while its states are
-//  written and committed and while the pump hands over the next head: under a backlog the next batch is
-//  exactly those, and their decoding then costs the chain nothing.
+//  The messages after a full batch, read and decoded while its states are
+//  written and committed and while the pump hands over the next head:
+//  under a backlog the next batch is exactly those, and their decoding
+//  then costs the chain nothing.
 struct s_ahead_t {
     int64_t after;              //  the rows read come after this id
     int64_t read_at;            //  zclock_mono
@@ -745,8 +746,9 @@ s_ahead_read (s_processor_t *self, int64_t last)
 }
 
 //  Decodes what the read-ahead holds. With `until`, stops early once that
-//  connection has its result in (the commit: the pump is then told at once
-//  and the rest is decoded while it picks the next head).
+//  connection has its result in (the states, the commit: the batch then
+//  goes on at once, and the rest is decoded while the pump picks the next
+//  head).
 static void
 s_ahead_decode (s_processor_t *self, PGconn *until)
 {

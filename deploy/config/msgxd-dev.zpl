@@ -145,11 +145,11 @@ msgx
         backfill-period = 30s
 
         #   rows per backfill round (a processing batch's marks, a sweep).
-        #   Integer; default 500; environment MSGX_PIPELINE_BACKFILL_BATCH.
+        #   Integer; default 2000; environment MSGX_PIPELINE_BACKFILL_BATCH.
         #   As large as msgx.pipeline.process-batch, a processing batch's marks
         #   take one round (64 marks to a mailbox transaction). Raise to catch
         #   up faster after a long mailbox outage.
-        backfill-batch = 500
+        backfill-batch = 2000
 
         #   backfill attempts before a mark is abandoned (EXHAUSTED).
         #   Integer; default 20; environment
@@ -172,11 +172,12 @@ msgx
         backfill-backoff-cap = 15m
 
         #   KAFKA:msg events per delivery batch.
-        #   Integer; default 500; environment MSGX_PIPELINE_DELIVERY_BATCH.
+        #   Integer; default 2000; environment MSGX_PIPELINE_DELIVERY_BATCH.
         #   As large as msgx.pipeline.process-batch, delivery keeps pace with a
         #   draining backlog (at 100 it fell behind and cost a third more
-        #   database time per message). Raise when the brokers are far away.
-        delivery-batch = 500
+        #   database time per message). Raise when the brokers are far away;
+        #   lower it with process-batch.
+        delivery-batch = 2000
 
         #   delivery batches per wake-up.
         #   Integer; default 10; environment
@@ -186,10 +187,12 @@ msgx
 
         #   consecutive ready messages applied in one PostgreSQL transaction,
         #   each in its own savepoint (1 = one at a time).
-        #   Integer; default 500; environment MSGX_PIPELINE_PROCESS_BATCH.
-        #   Lower (e.g. 50) if long transactions hurt other users of the
-        #   database; 1 to rule batching out while diagnosing. At most 10000.
-        process-batch = 500
+        #   Integer; default 2000; environment MSGX_PIPELINE_PROCESS_BATCH.
+        #   Only a backlog fills a batch (a batch of 2000 takes about a third of
+        #   a second); lower it (e.g. 50) if long transactions hurt other users
+        #   of the database, 1 to rule batching out while diagnosing. At most
+        #   10000.
+        process-batch = 2000
 
         #   one-time seeding of a fresh instance: empty (none), min, zero, max
         #   or a mailbox ID.
