@@ -413,6 +413,24 @@ s_ignored (s_processor_t *self, const char *type)
     return false;
 }
 
+//  What the codec needs of the configuration.
+static mx_sis_options_t
+s_sis_options (const s_processor_t *self)
+{
+    return (mx_sis_options_t) {
+        .zone = self->zone, .max_bytes = (size_t) self->config->codec_max_message_bytes,
+        .ignore_types = self->config->pipeline_ignore_types.items,
+        .ignore_count = self->config->pipeline_ignore_types.count
+    };
+}
+
+//  The MALFORMED text of a message over the size limit. malloc'd.
+static char *
+s_too_large (size_t size, size_t max_bytes)
+{
+    return zsys_sprintf ("message of %zu bytes is larger than msgx.codec.max-message-bytes (%zu)", size, max_bytes);
+}
+
 static s_outcome_t
 s_dispatch (s_processor_t *self, int64_t msg_id, const mx_sis_msg_t *msg)
 {
@@ -500,19 +518,14 @@ s_process_one (s_processor_t *self, int64_t msg_id)
     if (raw == 0)
         return s_finish (self, msg_id, MX_STATE_DEAD, MX_ERR_MALFORMED, "raw-missing", "raw-missing");
     if (!xml) {
-        char *text = zsys_sprintf ("message of %zu bytes is larger than msgx.codec.max-message-bytes (%zu)",
-                                   size, max_bytes);
+        char *text = s_too_large (size, max_bytes);
         s_outcome_t outcome = s_finish (self, msg_id, MX_STATE_DEAD, MX_ERR_MALFORMED, text, NULL);
         free (text);
         return outcome;
     }
 
     //  3. Decode the envelope.
-    mx_sis_options_t options = {
-        .zone = self->zone, .max_bytes = max_bytes,
-        .ignore_types = self->config->pipeline_ignore_types.items,
-        .ignore_count = self->config->pipeline_ignore_types.count
-    };
+    mx_sis_options_t options = s_sis_options (self);
     mx_sis_status_t status;
     mx_sis_msg_t *msg = mx_sis_decode (xml, size, &options, &status, &error);
     free (xml);
@@ -643,17 +656,12 @@ s_item_decode (s_processor_t *self, s_item_t *item)
     char *error = NULL;
     size_t max_bytes = (size_t) self->config->codec_max_message_bytes;
     if (!item->xml) {
-        char *text = zsys_sprintf ("message of %zu bytes is larger than msgx.codec.max-message-bytes (%zu)",
-                                   item->size, max_bytes);
+        char *text = s_too_large (item->size, max_bytes);
         s_item_terminal (item, MX_STATE_DEAD, MX_ERR_MALFORMED, text, NULL);
         free (text);
         return true;
     }
-    mx_sis_options_t options = {
-        .zone = self->zone, .max_bytes = max_bytes,
-        .ignore_types = self->config->pipeline_ignore_types.items,
-        .ignore_count = self->config->pipeline_ignore_types.count
-    };
+    mx_sis_options_t options = s_sis_options (self);
     mx_sis_status_t status;
     item->msg = mx_sis_decode (item->xml, item->size, &options, &status, &error);
     if (!item->msg) {

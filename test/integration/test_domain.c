@@ -447,13 +447,46 @@ test_snapshots_replay_reject_and_cross_day (void **state)
     s_assert_events_match_versions (fx);
 }
 
+//  A FLOP for one of the flights of s_dnld, with its own SEQN.
+static void
+s_insert_flop (fixture_t *fx, int64_t id, int seqn, int flid, const char *body)
+{
+    char flop [512];
+    snprintf (flop, sizeof flop,
+              "<MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DTTM>20210123080000</DTTM><TYPE>FLOP</TYPE>"
+              "<STYP>STND</STYP></META><FLOP><FLID>%d</FLID>%s</FLOP></MSG>", seqn, flid, body);
+    mx_testmb_insert (fx->mb, id, flop, T0);
+}
+
+//  Runs `setup` (SQL of the test), then a DNLD of flights 100..103 and a
+//  STND update of each in four messages, until all five are terminal.
+static void
+s_dnld_then_four_stands (fixture_t *fx, const char *setup)
+{
+    PGresult *res = PQexec (fx->conn, setup);
+    assert_int_equal (PQresultStatus (res), PGRES_COMMAND_OK);
+    PQclear (res);
+    char *xml = s_dnld (1, 4, 4, "733", -1);
+    mx_testmb_insert (fx->mb, 1, xml, T0);
+    free (xml);
+    s_start (fx, &fx->args);
+    s_wait_all_finished (fx, 1);            //  the flights exist: updates now
+    for (int i = 0; i < 4; i++) {
+        char stand [32];
+        snprintf (stand, sizeof stand, "<STND>S%d</STND>", i);
+        s_insert_flop (fx, 2 + i, 10 + i, 100 + i, stand);
+    }
+    s_wait_all_finished (fx, 5);
+    zactor_destroy (&fx->control);
+}
+
 //  The processor's connection dies in the middle of a batch: every message
 //  of it stays as it was, then all are applied exactly once.
 static void
 test_transaction_killed_mid_batch_applies_nothing_twice (void **state)
 {
     fixture_t *fx = *state;
-    PGresult *res = PQexec (fx->conn,
+    s_dnld_then_four_stands (fx,
         "CREATE SEQUENCE mx_test_once;"
         "CREATE FUNCTION mx_test_kill () RETURNS trigger LANGUAGE plpgsql AS $$"
         " BEGIN"
@@ -463,22 +496,6 @@ test_transaction_killed_mid_batch_applies_nothing_twice (void **state)
         "  RETURN NEW;"
         " END $$;"
         "CREATE TRIGGER mx_test_kill BEFORE UPDATE ON flight_schd FOR EACH ROW EXECUTE FUNCTION mx_test_kill ();");
-    assert_int_equal (PQresultStatus (res), PGRES_COMMAND_OK);
-    PQclear (res);
-    char *xml = s_dnld (1, 4, 4, "733", -1);
-    mx_testmb_insert (fx->mb, 1, xml, T0);
-    free (xml);
-    s_start (fx, &fx->args);
-    s_wait_all_finished (fx, 1);            //  the flights exist: updates now
-    for (int i = 0; i < 4; i++) {
-        char flop [512];
-        snprintf (flop, sizeof flop,
-                  "<MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DTTM>20210123080000</DTTM><TYPE>FLOP</TYPE>"
-                  "<STYP>STND</STYP></META><FLOP><FLID>%d</FLID><STND>S%d</STND></FLOP></MSG>", 10 + i, 100 + i, i);
-        mx_testmb_insert (fx->mb, 2 + i, flop, T0);
-    }
-    s_wait_all_finished (fx, 5);
-    zactor_destroy (&fx->control);
     mx_testpg_expect (fx->conn, "SELECT last_value FROM mx_test_once", "2");    //  it did fire once
     mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id || ':' || state || ':' || attempts, ' ' ORDER BY msg_id)"
                         " FROM proc_state", "1:SUCCEEDED:0 2:SUCCEEDED:0 3:SUCCEEDED:0 4:SUCCEEDED:0 5:SUCCEEDED:0");
@@ -498,7 +515,7 @@ static void
 test_outbox_refused_mid_stream_redoes_the_batch (void **state)
 {
     fixture_t *fx = *state;
-    PGresult *res = PQexec (fx->conn,
+    s_dnld_then_four_stands (fx,
         "CREATE SEQUENCE mx_test_once;"
         "CREATE FUNCTION mx_test_refuse () RETURNS trigger LANGUAGE plpgsql AS $$"
         " BEGIN"
@@ -508,22 +525,6 @@ test_outbox_refused_mid_stream_redoes_the_batch (void **state)
         "  RETURN NEW;"
         " END $$;"
         "CREATE TRIGGER mx_test_refuse BEFORE INSERT ON msg_event FOR EACH ROW EXECUTE FUNCTION mx_test_refuse ();");
-    assert_int_equal (PQresultStatus (res), PGRES_COMMAND_OK);
-    PQclear (res);
-    char *xml = s_dnld (1, 4, 4, "733", -1);
-    mx_testmb_insert (fx->mb, 1, xml, T0);
-    free (xml);
-    s_start (fx, &fx->args);
-    s_wait_all_finished (fx, 1);
-    for (int i = 0; i < 4; i++) {
-        char flop [512];
-        snprintf (flop, sizeof flop,
-                  "<MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DTTM>20210123080000</DTTM><TYPE>FLOP</TYPE>"
-                  "<STYP>STND</STYP></META><FLOP><FLID>%d</FLID><STND>S%d</STND></FLOP></MSG>", 10 + i, 100 + i, i);
-        mx_testmb_insert (fx->mb, 2 + i, flop, T0);
-    }
-    s_wait_all_finished (fx, 5);
-    zactor_destroy (&fx->control);
     //  It did refuse once (the redo's two rows of flight 102 drew more).
     mx_testpg_expect (fx->conn, "SELECT last_value >= 2 FROM mx_test_once", "t");
     mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id || ':' || state || ':' || attempts, ' ' ORDER BY msg_id)"
@@ -536,17 +537,6 @@ test_outbox_refused_mid_stream_redoes_the_batch (void **state)
     mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id::text, ' ' ORDER BY event_id) FROM msg_event"
                         " WHERE target = 'KAFKA:msg' AND msg_id > 1", "2 3 4 5");
     s_assert_events_match_versions (fx);
-}
-
-//  A FLOP for one of the flights of s_dnld, with its own SEQN.
-static void
-s_insert_flop (fixture_t *fx, int64_t id, int seqn, int flid, const char *body)
-{
-    char flop [512];
-    snprintf (flop, sizeof flop,
-              "<MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DTTM>20210123080000</DTTM><TYPE>FLOP</TYPE>"
-              "<STYP>STND</STYP></META><FLOP><FLID>%d</FLID>%s</FLOP></MSG>", seqn, flid, body);
-    mx_testmb_insert (fx->mb, id, flop, T0);
 }
 
 //  Under a backlog each full batch reads and decodes the next messages
