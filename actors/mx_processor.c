@@ -868,10 +868,12 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
 #define S_PHASE(n) phase [n] = zclock_usecs ()
 
     //  The raw texts: decoded already if the read-ahead holds the batch.
-    s_ahead_decode (self, NULL);
+    bool covered = s_ahead_covers (self->ahead, ids, count);
+    if (covered)
+        s_ahead_decode (self, NULL);
     s_ahead_t *ahead = self->ahead;
     self->ahead = NULL;
-    if (!s_ahead_covers (ahead, ids, count))
+    if (!covered)
         s_ahead_destroy (&ahead);
     else {
         raw = ahead->raw;

@@ -209,14 +209,11 @@ mx_bulk_finish_result (PGconn *conn, size_t count, char **error)
 {
     if (count == 0)
         return 0;
-    PGresult *res = PQgetResult (conn);
-    int rc = mx_pg_check (conn, res, "UPDATE proc_state (terminal states)", error);
-    int updated = rc == 0 ? atoi (PQcmdTuples (res)) : 0;
-    PQclear (res);
-    while ((res = PQgetResult (conn)) != NULL)
-        PQclear (res);
-    if (rc)
+    PGresult *res = NULL;
+    if (mx_pg_take (conn, "UPDATE proc_state (terminal states)", &res, error))
         return -1;
+    int updated = atoi (PQcmdTuples (res));
+    PQclear (res);
     if ((size_t) updated != count) {
         if (asprintf (error, "terminal update changed %d rows, expected %zu", updated, count) < 0)
             *error = NULL;
@@ -373,15 +370,11 @@ mx_bulk_events_close (mx_bulk_copy_t **copy_p, char **error)
     //  and the caller's transaction fails with it.
     if (PQputCopyEnd (self->conn, self->error ? "aborted by msgxd" : NULL) != 1)
         s_copy_fail (self, "COPY msg_event");
-    PGresult *res;
-    while ((res = PQgetResult (self->conn)) != NULL) {
-        char *failed = NULL;
-        if (mx_pg_check (self->conn, res, "COPY msg_event", &failed) && !self->error)
-            self->error = failed;
-        else
-            free (failed);
-        PQclear (res);
-    }
+    char *failed = NULL;
+    if (mx_pg_take (self->conn, "COPY msg_event", NULL, &failed) && !self->error)
+        self->error = failed;
+    else
+        free (failed);
     int rc = self->error ? -1 : 0;
     if (rc)
         *error = self->error;

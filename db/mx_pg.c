@@ -245,21 +245,34 @@ mx_pg_commit_send (PGconn *conn, char **error)
 }
 
 int
-mx_pg_commit_result (PGconn *conn, char **error)
+mx_pg_take (PGconn *conn, const char *sql, PGresult **res_out, char **error)
 {
-    PGresult *res, *last = NULL;
-    while ((res = PQgetResult (conn)) != NULL) {
-        PQclear (last);
-        last = res;
-    }
-    if (mx_pg_check (conn, last, "COMMIT", error)) {
-        PQclear (last);
+    if (res_out)
+        *res_out = NULL;
+    PGresult *res = PQgetResult (conn), *more;
+    while ((more = PQgetResult (conn)) != NULL)
+        PQclear (more);
+    if (mx_pg_check (conn, res, sql, error)) {
+        PQclear (res);
         return -1;
     }
+    if (res_out)
+        *res_out = res;
+    else
+        PQclear (res);
+    return 0;
+}
+
+int
+mx_pg_commit_result (PGconn *conn, char **error)
+{
+    PGresult *res = NULL;
+    if (mx_pg_take (conn, "COMMIT", &res, error))
+        return -1;
     //  COMMIT of a failed transaction "succeeds" as a rollback; for the
     //  caller nothing was committed.
-    bool rolled_back = strcmp (PQcmdStatus (last), "ROLLBACK") == 0;
-    PQclear (last);
+    bool rolled_back = strcmp (PQcmdStatus (res), "ROLLBACK") == 0;
+    PQclear (res);
     if (rolled_back) {
         s_set_error (error, "COMMIT failed: the transaction had failed and was rolled back");
         return -1;

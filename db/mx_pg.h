@@ -53,6 +53,13 @@ int
     mx_pg_begin (PGconn *conn, char **error);
 //  Fails also when the server answers a COMMIT with a rollback (the
 //  transaction had already failed).
+//  The result of a statement sent with PQsend*: takes the first result,
+//  reads the connection up to the end of that statement's results and
+//  checks it as mx_pg_exec does. On success *res_out (if given) gets the
+//  result for the caller to PQclear.
+int
+    mx_pg_take (PGconn *conn, const char *sql, PGresult **res_out, char **error);
+
 int
     mx_pg_commit (PGconn *conn, char **error);
 //  The same COMMIT in two halves, for work done while the server commits:
