@@ -799,6 +799,10 @@ test_watch_in_tmux (void **state)
                                   fx->msgxctl, daemon->endpoint, exit_file, tmux.socket);
     const char *session [] = { "new-session", "-d", "-s", "watch", "-x", "120", "-y", "30", command, NULL };
     s_tmux (&tmux, session, NULL);
+    //  The server outlives the shell: the wait for its last signal below
+    //  must find the server even when the shell has ended first.
+    const char *remain [] = { "set-option", "-w", "-t", "watch", "remain-on-exit", "on", NULL };
+    s_tmux (&tmux, remain, NULL);
     char *pipe_command = zsys_sprintf ("cat >> %s", tmux.fifo);
     const char *pipe_pane [] = { "pipe-pane", "-o", "-t", "watch", pipe_command, NULL };
     s_tmux (&tmux, pipe_pane, NULL);
@@ -834,7 +838,7 @@ test_watch_in_tmux (void **state)
     fclose (file);
     assert_int_equal (code, 0);
 
-    //  The session ended with its shell; the server may be gone already.
+    //  The pane stays after its shell (remain-on-exit): end the server.
     const char *kill_server [] = { "tmux", "-L", tmux.socket, "kill-server", NULL };
     mx_testproc_run (kill_server, NULL, WAIT_MS, NULL, NULL);
     *fx->tmux_socket = '\0';
