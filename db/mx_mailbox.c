@@ -597,8 +597,9 @@ s_read_range (mx_mailbox_t *self, void *args_, char **error)
     result [2].is_null = &text_null;
     result [2].error = &text_error;
     int rc = mysql_stmt_bind_result (stmt, result) ? s_stmt_failed (self, stmt, S_READ_RANGE, error) : 0;
-    size_t capacity = (size_t) (args->to - args->from + 1);
-    args->rows = (mx_mailbox_text_t *) calloc (capacity ? capacity : 1, sizeof (mx_mailbox_text_t));
+    //  The rows array grows as rows come: a range may span a wide gap of
+    //  IDs (released holes) holding few rows.
+    size_t capacity = 0;
     while (rc == 0) {
         int fetched = mysql_stmt_fetch (stmt);
         if (fetched == MYSQL_NO_DATA)
@@ -607,8 +608,18 @@ s_read_range (mx_mailbox_t *self, void *args_, char **error)
             rc = s_stmt_failed (self, stmt, S_READ_RANGE, error);
             break;
         }
-        assert (args->count < capacity);
+        if (args->count == capacity) {
+            capacity = capacity ? 2 * capacity : 256;
+            mx_mailbox_text_t *grown = (mx_mailbox_text_t *) realloc (args->rows, capacity * sizeof (mx_mailbox_text_t));
+            if (!grown) {
+                s_set_error (error, "mailbox range read: out of memory for %zu rows", capacity);
+                rc = -1;
+                break;
+            }
+            args->rows = grown;
+        }
         mx_mailbox_text_t *row = &args->rows [args->count++];
+        memset (row, 0, sizeof *row);
         row->id = id;
         row->size = length_null ? 0 : (size_t) length;
         if (text_null && !length_null)

@@ -205,6 +205,22 @@ mx_pg_check (PGconn *conn, const PGresult *res, const char *sql, char **error)
     return -1;
 }
 
+//  Hands a checked result to the caller (or frees it); a failed one is
+//  freed and reported.
+static int
+s_checked (PGconn *conn, PGresult *res, const char *sql, PGresult **res_out, char **error)
+{
+    if (mx_pg_check (conn, res, sql, error)) {
+        PQclear (res);
+        return -1;
+    }
+    if (res_out)
+        *res_out = res;
+    else
+        PQclear (res);
+    return 0;
+}
+
 int
 mx_pg_exec (PGconn *conn, const char *sql, int nparams,
             const char *const *values, PGresult **res_out, char **error)
@@ -216,16 +232,7 @@ mx_pg_exec (PGconn *conn, const char *sql, int nparams,
     if (res_out)
         *res_out = NULL;
 
-    PGresult *res = PQexecParams (conn, sql, nparams, NULL, values, NULL, NULL, 0);
-    if (mx_pg_check (conn, res, sql, error)) {
-        PQclear (res);
-        return -1;
-    }
-    if (res_out)
-        *res_out = res;
-    else
-        PQclear (res);
-    return 0;
+    return s_checked (conn, PQexecParams (conn, sql, nparams, NULL, values, NULL, NULL, 0), sql, res_out, error);
 }
 
 int
@@ -252,15 +259,7 @@ mx_pg_take (PGconn *conn, const char *sql, PGresult **res_out, char **error)
     PGresult *res = PQgetResult (conn), *more;
     while ((more = PQgetResult (conn)) != NULL)
         PQclear (more);
-    if (mx_pg_check (conn, res, sql, error)) {
-        PQclear (res);
-        return -1;
-    }
-    if (res_out)
-        *res_out = res;
-    else
-        PQclear (res);
-    return 0;
+    return s_checked (conn, res, sql, res_out, error);
 }
 
 int

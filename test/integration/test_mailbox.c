@@ -362,6 +362,51 @@ test_read_found_missing_oversized (void **state)
     mx_config_destroy (&config);
 }
 
+//  A range read gives the rows that exist, ascending, however wide the gap
+//  of IDs between them; an oversized row comes with its length only.
+static void
+test_read_range_across_a_wide_gap (void **state)
+{
+    fixture_t *fx = *state;
+    mx_testmb_insert (fx->mb, 3, "<c/>", T0_MS);
+    mx_testmb_insert (fx->mb, 1, "<a/>", T0_MS);
+    mx_testmb_insert (fx->mb, 2000000000, "<far/>", T0_MS);
+    mx_testmb_insert (fx->mb, 5, "<too-long/>", T0_MS);
+    for (int64_t id = 1000; id < 1300; id++)                //  more than one growth of the array
+        mx_testmb_insert (fx->mb, id, "<m/>", T0_MS);
+    mx_config_t *config = s_config (fx, "+08:00");
+    mx_mailbox_t *mailbox = mx_mailbox_new (config);
+    mx_mailbox_text_t *rows = NULL;
+    size_t count = 0;
+    char *error = NULL;
+    assert_int_equal (mx_mailbox_read_range (mailbox, 1, 2000000000, 8, &rows, &count, &error), 0);
+    assert_null (error);
+    assert_int_equal (count, 304);
+    assert_int_equal (rows [0].id, 1);
+    assert_string_equal (rows [0].xml, "<a/>");
+    assert_int_equal (rows [1].id, 3);
+    assert_int_equal (rows [2].id, 5);
+    assert_null (rows [2].xml);
+    assert_int_equal (rows [2].size, strlen ("<too-long/>"));
+    for (size_t i = 3; i < 303; i++) {
+        assert_int_equal (rows [i].id, (int64_t) (1000 + i - 3));
+        assert_string_equal (rows [i].xml, "<m/>");
+    }
+    assert_int_equal (rows [303].id, 2000000000);
+    assert_string_equal (rows [303].xml, "<far/>");
+    for (size_t i = 0; i < count; i++)
+        free (rows [i].xml);
+    free (rows);
+
+    //  Nothing in the range: no rows, no error.
+    assert_int_equal (mx_mailbox_read_range (mailbox, 6, 999, 100, &rows, &count, &error), 0);
+    assert_int_equal (count, 0);
+    assert_null (error);
+    free (rows);
+    mx_mailbox_destroy (&mailbox);
+    mx_config_destroy (&config);
+}
+
 static void
 test_insert_returns_increasing_ids (void **state)
 {
@@ -770,6 +815,7 @@ main (void)
         cmocka_unit_test_setup_teardown (test_time_zone_both_ways, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_time_zone_config, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_read_found_missing_oversized, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_read_range_across_a_wide_gap, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_insert_returns_increasing_ids, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_mark_written_already_missing, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_mark_many, s_setup, s_teardown),
