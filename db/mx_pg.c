@@ -150,11 +150,15 @@ mx_pg_connect (const char *conninfo, const char *application_name,
     //  backlog grows and drains between two analyses), and an estimate of
     //  a few rows makes the planner turn an ordered "next row" probe into a
     //  bitmap scan of the whole backlog plus a sort, once per step (seen:
-    //  2.8 s instead of 20 ms for one schd-aggregator take).
+    //  2.8 s instead of 20 ms for one schd-aggregator take). JIT off: no
+    //  statement of ours runs long enough to repay compiling it, yet a
+    //  batch's estimates (a subplan per row of a 2000-row array) pass
+    //  jit_above_cost and each such statement paid 10-20 ms to compile.
     if (mx_pg_exec (conn,
                     "SELECT set_config ('statement_timeout', $1, false),"
                     "       set_config ('TimeZone', 'UTC', false),"
-                    "       set_config ('enable_bitmapscan', 'off', false)",
+                    "       set_config ('enable_bitmapscan', 'off', false),"
+                    "       set_config ('jit', 'off', false)",
                     1, params, NULL, &set_error)) {
         s_set_error (error, "cannot set up PostgreSQL session: %s",
                      set_error ? set_error : "unknown error");
