@@ -119,6 +119,9 @@ test_utc (void **state)
     s_assert_iso (zone, S_MS (1609459200), "2021-01-01T00:00:00+00:00");
     s_assert_iso (zone, S_MS (1609459200) + 250, "2021-01-01T00:00:00.250+00:00");
     s_assert_iso (zone, -1, "1969-12-31T23:59:59.999+00:00");
+    //  Years of more than four digits take the slower path, same format.
+    s_assert_iso (zone, S_MS (253402300799), "9999-12-31T23:59:59+00:00");
+    s_assert_iso (zone, S_MS (253402300800) + 5, "10000-01-01T00:00:00.005+00:00");
     char date [MX_TZ_DATE_BUFSIZE];
     assert_string_equal (mx_tz_format_date (zone, S_MS (-27000), date, sizeof date),
                          "1969-12-31");
