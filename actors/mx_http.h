@@ -1,5 +1,5 @@
 /*  mx_http - the http actor: the compat entry POST /cminmsgs/send
-    (../shared/spec/SPEC.md §3.1), GET /health and GET /metrics (§8).
+    (docs/reference/spec.md §3.1), GET /health and GET /metrics (§8).
 
     libmicrohttpd runs inside the actor's own thread (MHD_USE_EPOLL, no
     internal threads): its epoll fd sits in the actor's zmq_poll loop next

@@ -1,6 +1,6 @@
 /*  mx_metrics_actor - the metrics actor: the backlog snapshot and the
     dependency checks behind GET /health and GET /metrics
-    (../shared/spec/SPEC.md §8).
+    (docs/reference/spec.md §8).
 
     The backlog snapshot is ONE aggregate statement over proc_state,
     inbox_cursor, released_hole and msg_event on the actor's own PostgreSQL

@@ -1,5 +1,5 @@
 /*  mx_metrics - the process-wide metrics registry and its Prometheus text
-    exposition (format 0.0.4, ../shared/spec/SPEC.md §8).
+    exposition (format 0.0.4, docs/reference/spec.md §8).
 
     Counters, gauges and histograms, each a family (name, help, type) of
     series told apart by labels. Getting a series takes the registry mutex

@@ -1,5 +1,5 @@
 /*  mx_mailbox - every access to the shared MariaDB/MySQL mailbox (CMINMSGS
-    and COUTMSGS, ../shared/spec/WIRE.md §1).
+    and COUTMSGS, docs/reference/wire.md §1).
 
     One mx_mailbox_t per actor (not thread-safe). The connection is opened
     lazily by the first call and dropped after any failure, so the next call

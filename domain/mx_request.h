@@ -1,4 +1,4 @@
-/*  mx_request - requests upstream, without I/O (../shared/spec/WIRE.md §9,
+/*  mx_request - requests upstream, without I/O (docs/reference/wire.md §9,
     SPEC §4): the RQFD / RQRD encoding, the outbound SEQN counter's wrap,
     the airport-time formats they use, the window of the coming operation
     day, and the degraded rule that matches a RESP to a request.

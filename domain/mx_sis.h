@@ -1,5 +1,5 @@
 /*  mx_sis - SIS message codec: envelope, kind and business identity
-    (../shared/spec/WIRE.md §2-§4).
+    (docs/reference/wire.md §2-§4).
 
     mx_sis_decode parses one raw mailbox message and checks the envelope
     (META) and that the body element of its kind is present. Body values are

@@ -1,4 +1,4 @@
--- Shared mailbox tables (../shared/spec/WIRE.md §1), MariaDB / MySQL.
+-- Shared mailbox tables (docs/reference/wire.md §1), MariaDB / MySQL.
 --
 -- For development and tests only: in production these tables belong to the
 -- upstream and msgexchange never creates or alters them. The test harness

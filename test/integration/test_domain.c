@@ -192,7 +192,7 @@ test_every_sample_reaches_the_state_wire_predicts (void **state)
 {
     fixture_t *fx = *state;
     char dir_path [1024];
-    snprintf (dir_path, sizeof dir_path, "%s/../shared/samples/sis", getenv ("MX_SOURCE_DIR"));
+    snprintf (dir_path, sizeof dir_path, "%s/test/data/sis", getenv ("MX_SOURCE_DIR"));
     DIR *dir = opendir (dir_path);
     if (!dir)
         fail_msg ("samples not found at %s", dir_path);

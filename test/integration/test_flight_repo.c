@@ -927,7 +927,7 @@ s_sample (const char *name, const mx_tz_t *zone)
     const char *source = getenv ("MX_SOURCE_DIR");
     assert_non_null (source);
     char path [1024];
-    snprintf (path, sizeof path, "%s/../shared/samples/sis/%s", source, name);
+    snprintf (path, sizeof path, "%s/test/data/sis/%s", source, name);
     FILE *file = fopen (path, "rb");
     if (!file)
         fail_msg ("cannot open %s", path);

@@ -530,7 +530,7 @@ static char *
 s_read_sample (const char *name)
 {
     char path [1024];
-    snprintf (path, sizeof path, "%s/../shared/samples/sis/%s", getenv ("MX_SOURCE_DIR"), name);
+    snprintf (path, sizeof path, "%s/test/data/sis/%s", getenv ("MX_SOURCE_DIR"), name);
     FILE *file = fopen (path, "rb");
     if (!file)
         fail_msg ("sample not found: %s", path);

@@ -13,7 +13,7 @@ if(NOT MX_FUZZ)
   target_link_libraries(fuzz_seed_maker PRIVATE mx_warnings mx_gen)
   add_test(NAME fuzz_seeds
     COMMAND fuzz_seed_maker ${mx_fuzz_seeds}/sis ${mx_fuzz_seeds}/compat
-            ${PROJECT_SOURCE_DIR}/../shared/samples/sis)
+            ${PROJECT_SOURCE_DIR}/test/data/sis)
   set_tests_properties(fuzz_seeds PROPERTIES FIXTURES_SETUP mx_fuzz_seeds LABELS unit TIMEOUT 120)
   foreach(target fuzz_sis_decode fuzz_compat_body)
     add_executable(${target}_smoke ${mx_fuzz_dir}/${target}.c ${mx_fuzz_dir}/fuzz_driver.c)

@@ -1,5 +1,5 @@
 /*  Unit tests: SIS body decoding (schedule, FLOP/FDEL, reference lists) on
-    every real sample (../shared/samples/sis) and on hand-made bodies.
+    every real sample (test/data/sis/) and on hand-made bodies.
 
     Expected times are written as the airport's local wall time and turned
     into UTC milliseconds with timegm and the fixed +08:00 of Asia/Shanghai,
@@ -344,7 +344,7 @@ s_samples_dir (void)
     const char *source = getenv ("MX_SOURCE_DIR");
     if (!source)
         fail_msg ("MX_SOURCE_DIR is not set (run through ctest)");
-    char *dir = s_format ("%s/../shared/samples/sis", source);
+    char *dir = s_format ("%s/test/data/sis", source);
     return dir;
 }
 

@@ -1,5 +1,5 @@
 /*  Unit tests: the SIS envelope decoder, kinds and identity, on the real
-    samples (../shared/samples/sis) and on hand-made and hostile input.  */
+    samples (test/data/sis/) and on hand-made and hostile input.  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -153,7 +153,7 @@ s_samples_dir (void)
     if (!source)
         fail_msg ("MX_SOURCE_DIR is not set (run through ctest)");
     char *dir = NULL;
-    assert_true (asprintf (&dir, "%s/../shared/samples/sis", source) > 0);
+    assert_true (asprintf (&dir, "%s/test/data/sis", source) > 0);
     return dir;
 }
 
