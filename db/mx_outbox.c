@@ -74,6 +74,7 @@ mx_outbox_headers (const mx_outbox_event_t *event, mx_outbox_headers_t *self)
     self->items [count++] = (mx_producer_header_t) { "msgx-event-type", event->event_type };
     if (event->source)
         self->items [count++] = (mx_producer_header_t) { "msgx-source", event->source };
+    self->items [count++] = (mx_producer_header_t) { "msgx-schema-version", MX_OUTBOX_SCHEMA_VERSION };
     self->count = count;
 }
 

@@ -42,11 +42,16 @@ typedef struct {
 
 void mx_outbox_batch_destroy (mx_outbox_batch_t **self_p);
 
-//  The Kafka headers of an event (SPEC §5): msgx-event-id, msgx-msg-id,
-//  msgx-state-version, msgx-event-type, msgx-source. An event made by a job
-//  has no msgx-msg-id and no msgx-source. Points into event and self.
+//  Version of the payload documents (docs/consumers.md): the major of
+//  docs/schemas/*.schema.json, raised only by a change consumers must adapt to.
+#define MX_OUTBOX_SCHEMA_VERSION "1"
+
+//  The Kafka headers of an event (docs/consumers.md): msgx-event-id,
+//  msgx-msg-id, msgx-state-version, msgx-event-type, msgx-source,
+//  msgx-schema-version. An event made by a job has no msgx-msg-id and no
+//  msgx-source. Points into event and self.
 typedef struct {
-    mx_producer_header_t items [5];
+    mx_producer_header_t items [6];
     size_t count;
     char event_id [24];
     char msg_id [24];
