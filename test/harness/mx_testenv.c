@@ -29,9 +29,11 @@
 
 #include <setjmp.h>
 #include <cmocka.h>
+#include <jansson.h>
 #include <libpq-fe.h>
 
 #include "mx_kafka_embedded.h"
+#include "mx_testproc.h"
 #include "mx_testenv_mailbox_sql.h"
 
 #define S_ENV_MAX 64
@@ -999,6 +1001,7 @@ mx_testkafka_poll (rd_kafka_t *consumer, int timeout_ms, mx_testkafka_record_t *
         .version = mx_testkafka_header_int (headers, "msgx-state-version"),
         .event_type = mx_testkafka_header_text (headers, "msgx-event-type"),
         .source = mx_testkafka_header_text (headers, "msgx-source"),
+        .json = mx_testkafka_message_json (message),
     };
     rd_kafka_message_destroy (message);
     return true;
@@ -1012,7 +1015,103 @@ mx_testkafka_record_free (mx_testkafka_record_t *record)
     free (record->value);
     free (record->event_type);
     free (record->source);
+    free (record->json);
     memset (record, 0, sizeof *record);
+}
+
+//  A JSON string of size bytes; the record must be UTF-8 like the contract.
+static json_t *
+s_json_text (const void *text, size_t size, const char *what)
+{
+    if (!text)
+        return json_null ();
+    json_t *value = json_stringn ((const char *) text, size);
+    if (!value)
+        s_fail ("record %s of %zu bytes is not UTF-8", what, size);
+    return value;
+}
+
+char *
+mx_testkafka_message_json (const rd_kafka_message_t *message)
+{
+    json_t *headers = json_array ();
+    rd_kafka_headers_t *list = NULL;
+    if (rd_kafka_message_headers (message, &list) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        const char *name;
+        const void *value;
+        size_t size;
+        for (size_t i = 0; rd_kafka_header_get_all (list, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR;
+             i++) {
+            json_array_append_new (headers, json_string (name));
+            json_array_append_new (headers, s_json_text (value, size, "header"));
+        }
+    }
+    json_t *record = json_pack ("{s:s, s:i, s:I, s:o, s:o, s:o}",
+        "topic", rd_kafka_topic_name (message->rkt), "partition", (int) message->partition,
+        "offset", (json_int_t) message->offset, "headers", headers,
+        "key", s_json_text (message->key, message->key_len, "key"),
+        "payload", s_json_text (message->payload, message->len, "payload"));
+    if (!record)
+        s_fail ("cannot write a record as JSON");
+    char *line = json_dumps (record, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref (record);
+    if (!line)
+        s_fail ("out of memory");
+    return line;
+}
+
+int
+mx_testkafka_validate_lines (const char *const *lines, size_t count, const char *msg_topic,
+                             const char *schd_topic, char **report)
+{
+    const char *source = getenv ("MX_SOURCE_DIR");
+    if (!source || !*source)
+        s_fail ("MX_SOURCE_DIR is not set: cannot find the record validator");
+    char *dir = mx_testenv_tmpdir ();
+    char *path = NULL, *script = NULL;
+    if (asprintf (&path, "%s/records.jsonl", dir) < 0
+    ||  asprintf (&script, "%s/test/harness/mx-validate-records", source) < 0)
+        s_fail ("out of memory");
+    FILE *file = fopen (path, "w");
+    if (!file)
+        s_fail ("%s: %s", path, strerror (errno));
+    for (size_t i = 0; i < count; i++)
+        fprintf (file, "%s\n", lines [i]);
+    if (fclose (file))
+        s_fail ("%s: %s", path, strerror (errno));
+    const char *argv [] = { script, "--msg-topic", msg_topic, "--schd-topic", schd_topic, path, NULL };
+    char *err = NULL;
+    int rc = mx_testproc_run (argv, NULL, 120000, report, &err);
+    if (rc < 0 || rc > 1)
+        s_fail ("%s exited %d: %s%s", script, rc, *report ? *report : "", err ? err : "");
+    free (err);
+    mx_testenv_rmtree (dir);
+    free (dir);
+    free (path);
+    free (script);
+    return rc;
+}
+
+void
+mx_testkafka_validate (const mx_testkafka_record_t *records, size_t count, const char *msg_topic,
+                       const char *schd_topic)
+{
+    if (count == 0)
+        return;
+    const char **lines = (const char **) calloc (count, sizeof (char *));
+    if (!lines)
+        s_fail ("out of memory");
+    for (size_t i = 0; i < count; i++)
+        lines [i] = records [i].json;
+    char *report = NULL;
+    int rc = mx_testkafka_validate_lines (lines, count, msg_topic, schd_topic, &report);
+    free (lines);
+    if (rc != 0) {
+        //  The whole report on stderr: fail_msg keeps only its first lines.
+        fprintf (stderr, "%s", report);
+        s_fail ("records break the consumer contract: %.600s", report);
+    }
+    free (report);
 }
 
 static void
@@ -1032,6 +1131,7 @@ mx_testkafka_read_all (rd_kafka_t *consumer, const char *topic_a, const char *to
                        int timeout_ms, mx_testkafka_record_t **records, size_t *count)
 {
     const char *topics [] = { topic_a, topic_b };
+    size_t first = *count;
     int64_t deadline = s_mono_ms () + timeout_ms;
     for (int t = 0; t < 2; t++)
         for (int32_t p = 0; p < partitions; p++) {
@@ -1061,4 +1161,5 @@ mx_testkafka_read_all (rd_kafka_t *consumer, const char *topic_a, const char *to
                     s_records_add (records, count, &record);
             }
         }
+    mx_testkafka_validate (*records + first, *count - first, topic_a, topic_b);
 }

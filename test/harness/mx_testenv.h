@@ -116,6 +116,7 @@ typedef struct {
     int64_t version;
     char *event_type;
     char *source;
+    char *json;                 //  the whole record, as mx_testkafka_message_json
 } mx_testkafka_record_t;
 
 //  One poll of consumer: true with *record filled (free it with
@@ -130,10 +131,31 @@ void
 //  high watermark of partitions 0..partitions-1 of both topics. Appends to
 //  *records (realloc'd; *count entries) what it reads; fails the test if
 //  that takes longer than timeout_ms. A partition still without a leader
-//  in the consumer's metadata after an outage is looked up again.
+//  in the consumer's metadata after an outage is looked up again. The
+//  records read are validated (mx_testkafka_validate) with topic_a as the
+//  KAFKA:msg topic and topic_b as the KAFKA:schd one.
 void
     mx_testkafka_read_all (rd_kafka_t *consumer, const char *topic_a, const char *topic_b, int partitions,
                            int timeout_ms, mx_testkafka_record_t **records, size_t *count);
+
+//  A record as one line of `kcat -J`: {"topic", "partition", "offset",
+//  "headers": [name, value, ...], "key", "payload"}, key and payload null
+//  when absent. malloc'd.
+char *
+    mx_testkafka_message_json (const rd_kafka_message_t *message);
+
+//  Runs test/harness/mx-validate-records (the consumer contract: headers,
+//  key, payload against docs/schemas) over count such lines, msg_topic
+//  being KAFKA:msg and schd_topic KAFKA:schd. Returns its exit code (0:
+//  every record valid, 1: one is not), *report (malloc'd) its output.
+int
+    mx_testkafka_validate_lines (const char *const *lines, size_t count, const char *msg_topic,
+                                 const char *schd_topic, char **report);
+
+//  The same over records; fails the test if one is invalid.
+void
+    mx_testkafka_validate (const mx_testkafka_record_t *records, size_t count, const char *msg_topic,
+                           const char *schd_topic);
 
 //  A record header as an integer (-1 when absent) or as text (malloc'd,
 //  NULL when absent).

@@ -23,6 +23,7 @@
 #include "mx_dispatcher.h"
 #include "mx_migrate.h"
 #include "mx_testenv.h"
+#include "mx_testevent.h"
 
 #define WAIT_MS 30000
 #define T0 1767225600000LL      //  2026-01-01T00:00:00Z
@@ -211,33 +212,32 @@ s_exec (fixture_t *fx, const char *sql, int count, const char *const *params)
 }
 
 //  One outbox row as the processor writes it, for a message FLOP/UPD (made
-//  in proc_state), or made by a job when job is true. Returns its event id.
+//  in proc_state), or made by a job when job is true (the row has no
+//  msg_id; its document is still a message's: only the headers differ).
+//  Returns its event id.
 static int64_t
 s_event_full (fixture_t *fx, const char *target, int64_t flid, int64_t version, const char *type, bool job)
 {
-    char flid_text [24], version_text [24], msg_text [24], payload [256];
+    char flid_text [24], version_text [24], msg_text [24], id_text [24];
     snprintf (flid_text, sizeof flid_text, "%" PRId64, flid);
     snprintf (version_text, sizeof version_text, "%" PRId64, version);
-    int64_t msg_id = job ? 0 : ++fx->next_msg_id;
+    int64_t msg_id = job ? fx->next_msg_id + 1 : ++fx->next_msg_id;
     snprintf (msg_text, sizeof msg_text, "%" PRId64, msg_id);
-    bool null_value = strcmp (target, "KAFKA:schd") == 0 && strcmp (type, "TOMBSTONE") == 0;
-    snprintf (payload, sizeof payload, "{\"flid\":%" PRId64 ",\"state_version\":%" PRId64 ",\"lifecycle\":\"%s\"}",
-              flid, version, strcmp (type, "TOMBSTONE") == 0 ? "DELETED" : "ACTIVE");
+    char *id = s_value (fx, "SELECT nextval (pg_get_serial_sequence ('msg_event', 'event_id'))");
+    int64_t event_id = strtoll (id, NULL, 10);
+    snprintf (id_text, sizeof id_text, "%" PRId64, event_id);
+    free (id);
+    char *payload = mx_testevent_payload (target, event_id, flid, version, msg_id, strcmp (type, "TOMBSTONE") == 0);
     if (!job) {
         const char *params [] = { msg_text };
         s_exec (fx, "INSERT INTO proc_state (msg_id, state, msg_type, msg_styp) VALUES ($1, 'SUCCEEDED', 'FLOP', 'UPD')",
                 1, params);
     }
-    const char *params [] = { target, flid_text, type, version_text, job ? NULL : msg_text,
-                              null_value ? NULL : payload };
-    PGresult *res = PQexecParams (fx->conn,
-        "INSERT INTO msg_event (target, partition_key, event_type, flid, state_version, msg_id, payload)"
-        " VALUES ($1, $2::text, $3, $2::bigint, $4::bigint, $5::bigint, $6) RETURNING event_id",
-        6, NULL, params, NULL, NULL, 0);
-    if (PQresultStatus (res) != PGRES_TUPLES_OK)
-        fail_msg ("insert event: %s", PQerrorMessage (fx->conn));
-    int64_t event_id = strtoll (PQgetvalue (res, 0, 0), NULL, 10);
-    PQclear (res);
+    const char *params [] = { target, flid_text, type, version_text, job ? NULL : msg_text, payload, id_text };
+    s_exec (fx,
+        "INSERT INTO msg_event (target, partition_key, event_type, flid, state_version, msg_id, payload, event_id)"
+        " VALUES ($1, $2::text, $3, $2::bigint, $4::bigint, $5::bigint, $6, $7::bigint)", 7, params);
+    free (payload);
     return event_id;
 }
 
@@ -377,10 +377,10 @@ test_dispatcher_delivers_in_event_id_order_with_key_and_headers (void **state)
         snprintf (sql, sizeof sql, "SELECT flid || '|' || state_version || '|' || event_type || '|' || payload"
                                    " FROM msg_event WHERE event_id = %" PRId64, record->event_id);
         char *row = s_value (fx, sql);
-        char expected [512];
-        snprintf (expected, sizeof expected, "%s|%" PRId64 "|%s|%s", record->key, record->version,
-                  record->event_type, record->value);
+        char *expected = zsys_sprintf ("%s|%" PRId64 "|%s|%s", record->key, record->version,
+                                       record->event_type, record->value);
         assert_string_equal (row, expected);
+        free (expected);
         free (row);
         if (record->event_id == job) {
             assert_int_equal (record->msg_id, -1);

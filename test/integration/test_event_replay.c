@@ -26,6 +26,7 @@
 #include "mx_dispatcher.h"
 #include "mx_migrate.h"
 #include "mx_testenv.h"
+#include "mx_testevent.h"
 #include "mx_testproc.h"
 
 #define WAIT_MS 30000
@@ -118,28 +119,31 @@ s_int (fixture_t *fx, const char *sql)
 static int64_t
 s_event (fixture_t *fx, const char *target, int64_t flid, int64_t version, const char *state)
 {
-    char flid_text [24], version_text [24], msg_text [24], payload [160];
+    char flid_text [24], version_text [24], msg_text [24], id_text [24];
     snprintf (flid_text, sizeof flid_text, "%" PRId64, flid);
     snprintf (version_text, sizeof version_text, "%" PRId64, version);
-    snprintf (msg_text, sizeof msg_text, "%" PRId64, ++fx->next_msg_id);
-    snprintf (payload, sizeof payload, "{\"flid\":%" PRId64 ",\"state_version\":%" PRId64 "}", flid, version);
+    int64_t msg_id = ++fx->next_msg_id;
+    snprintf (msg_text, sizeof msg_text, "%" PRId64, msg_id);
+    int64_t event_id = s_int (fx, "SELECT nextval (pg_get_serial_sequence ('msg_event', 'event_id'))");
+    snprintf (id_text, sizeof id_text, "%" PRId64, event_id);
+    char *payload = mx_testevent_payload (target, event_id, flid, version, msg_id, false);
     const char *proc [] = { msg_text };
     PGresult *res = PQexecParams (fx->conn, "INSERT INTO proc_state (msg_id, state, msg_type, msg_styp)"
                                             " VALUES ($1, 'SUCCEEDED', 'FLOP', 'UPD')", 1, NULL, proc, NULL, NULL, 0);
     if (PQresultStatus (res) != PGRES_COMMAND_OK)
         fail_msg ("insert proc_state: %s", PQerrorMessage (fx->conn));
     PQclear (res);
-    const char *params [] = { target, flid_text, version_text, msg_text, payload, state };
+    const char *params [] = { target, flid_text, version_text, msg_text, payload, state, id_text };
     res = PQexecParams (fx->conn,
         "INSERT INTO msg_event (target, partition_key, event_type, flid, state_version, msg_id, payload, state,"
-        " attempts, last_error)"
+        " attempts, last_error, event_id)"
         " VALUES ($1, $2::text, 'UPSERT', $2::bigint, $3::bigint, $4::bigint, $5, $6,"
-        "  CASE WHEN $6 = 'DEAD' THEN 2 ELSE 0 END, CASE WHEN $6 = 'DEAD' THEN 'Local: Message timed out' END)"
-        " RETURNING event_id", 6, NULL, params, NULL, NULL, 0);
-    if (PQresultStatus (res) != PGRES_TUPLES_OK)
+        "  CASE WHEN $6 = 'DEAD' THEN 2 ELSE 0 END, CASE WHEN $6 = 'DEAD' THEN 'Local: Message timed out' END,"
+        "  $7::bigint)", 7, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus (res) != PGRES_COMMAND_OK)
         fail_msg ("insert event: %s", PQerrorMessage (fx->conn));
-    int64_t event_id = strtoll (PQgetvalue (res, 0, 0), NULL, 10);
     PQclear (res);
+    free (payload);
     return event_id;
 }
 
