@@ -1084,6 +1084,8 @@ mx_testkafka_validate_lines (const char *const *lines, size_t count, const char 
     int rc = mx_testproc_run (argv, NULL, 120000, report, &err);
     if (rc < 0 || rc > 1)
         s_fail ("%s exited %d: %s%s", script, rc, *report ? *report : "", err ? err : "");
+    if (err && *err)
+        fprintf (stderr, "%s", err);
     free (err);
     mx_testenv_rmtree (dir);
     free (dir);
