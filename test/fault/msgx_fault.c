@@ -1015,6 +1015,13 @@ s_key_state_free (void **item)
     }
 }
 
+static void
+s_line_free (void **item)
+{
+    free (*item);
+    *item = NULL;
+}
+
 typedef struct {
     int64_t records;
     int64_t distinct;
@@ -1024,6 +1031,7 @@ typedef struct {
     int64_t trimmed;                //  offsets below the low watermark
     zhashx_t *ids;                  //  event id -> present
     zhashx_t *keys;                 //  FLID -> s_key_state_t
+    zlistx_t *lines;                //  every record as JSON, for the contract check
 } s_topic_audit_t;
 
 static const char *
@@ -1073,6 +1081,8 @@ s_topic_read (const char *bootstrap, const char *topic, int partitions, s_topic_
     rd_kafka_topic_partition_list_destroy (list);
     audit->ids = zhashx_new ();
     audit->keys = zhashx_new ();
+    audit->lines = zlistx_new ();
+    zlistx_set_destructor (audit->lines, s_line_free);
     zhashx_set_destructor (audit->keys, s_key_state_free);
     int64_t deadline = zclock_mono () + S_WAIT_MS;
     while (true) {
@@ -1095,6 +1105,7 @@ s_topic_read (const char *bootstrap, const char *topic, int partitions, s_topic_
         }
         next [message->partition] = message->offset + 1;
         audit->records++;
+        zlistx_add_end (audit->lines, mx_testkafka_message_json (message));
         char id_text [32], version_text [32];
         char key [32];
         size_t key_length = message->key_len < sizeof key - 1 ? message->key_len : sizeof key - 1;
@@ -1142,6 +1153,36 @@ s_topic_audit_destroy (s_topic_audit_t *audit)
 {
     zhashx_destroy (&audit->ids);
     zhashx_destroy (&audit->keys);
+    zlistx_destroy (&audit->lines);
+}
+
+//  Records of both topics that break the consumer contract (docs/consumers.md),
+//  checked by the same validator as the integration tests; the report on
+//  stderr when there are any.
+static int64_t
+s_contract_invalid (s_topic_audit_t *msg, s_topic_audit_t *schd)
+{
+    size_t count = zlistx_size (msg->lines) + zlistx_size (schd->lines);
+    const char **lines = (const char **) calloc (count + 1, sizeof (char *));
+    assert (lines);
+    size_t at = 0;
+    for (const char *line = zlistx_first (msg->lines); line; line = zlistx_next (msg->lines))
+        lines [at++] = line;
+    for (const char *line = zlistx_first (schd->lines); line; line = zlistx_next (schd->lines))
+        lines [at++] = line;
+    char *report = NULL;
+    int rc = mx_testkafka_validate_lines (lines, count, S_TOPIC_MSG, S_TOPIC_SCHD, &report);
+    free (lines);
+    //  The summary, last line: "N records, V valid, I invalid (...)".
+    const char *summary = strstr (report, " valid, ");
+    int64_t invalid = summary ? strtoll (summary + strlen (" valid, "), NULL, 10) : -1;
+    if (rc != 0 || invalid != 0) {
+        fprintf (stderr, "%s", report);
+        if (invalid <= 0)
+            invalid = 1;
+    }
+    free (report);
+    return invalid;
 }
 
 typedef struct {
@@ -1352,6 +1393,7 @@ s_audit (s_suite_t *self, PGconn *conn, PGconn *ref, double run_seconds, double 
     s_figure ("records of no outbox event", phantom, true);
     s_figure ("acknowledged but missing", missing, true);
     s_figure ("final KAFKA:schd mismatches", schd_mismatch, true);
+    s_figure ("records breaking the consumer contract", s_contract_invalid (&msg, &schd), true);
     s_figure ("processed marks in the mailbox", marked, false);
     s_figure ("marks abandoned with a reason", abandoned, false);
     s_figure ("unmarked without reason", unmarked, true);
@@ -1425,6 +1467,8 @@ main (int argc, char *argv [])
 
     self->dir = mx_testenv_tmpdir ();
     self->env_file = zsys_sprintf ("%s/servers.env", self->dir);
+    //  The record validator of the harness finds the sources here.
+    setenv ("MX_SOURCE_DIR", self->source, 1);
     self->servers = zsys_sprintf ("%s/deploy/local/mx-servers", self->source);
     self->msgxd = zsys_sprintf ("%s/cmd/msgxd", self->build);
     printf ("msgx-fault: seed %" PRIu64 ", %d messages, %d kills\n", self->seed, self->messages, self->kills);
