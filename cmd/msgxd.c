@@ -17,6 +17,7 @@
 #include "mx_control.h"
 #include "mx_kafka_embedded.h"
 #include "mx_log.h"
+#include "mx_version.h"
 
 #define ACTOR "main"
 #define SHUTDOWN_LIMIT_S 5
@@ -207,8 +208,13 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
     S_ADVICE (http_idle_timeout) =
         "Raise it only for clients on slow links that pause mid-request; each idle connection holds one of 64 slots.",
     S_ADVICE (admin_endpoint) =
-        "An ipc:// path is mode 0600 (only the msgx user and root connect); under systemd "
-        "ipc:///run/msgxd/admin.sock. tcp:// has no authentication.",
+        "An ipc:// path is mode 0600 (only the msgx user and root connect; see admin.group); under "
+        "systemd ipc:///run/msgxd/admin.sock, which msgxctl uses by default. tcp:// has no "
+        "authentication.",
+    S_ADVICE (admin_group) =
+        "msgx-admin (created by the package) lets its members run msgxctl without root: add "
+        "operators with adduser NAME msgx-admin. The msgx user must be a member too, to hand the "
+        "socket to the group.",
     S_ADVICE (mailbox_shared_mysql_enabled) =
         "true in production; false turns ingress, backfill, the compat entry and requests off.",
     S_ADVICE (mailbox_shared_mysql_host) =
@@ -263,6 +269,7 @@ static const s_sample_value_t s_prod_values [] = {
       "placeholder brokers" },
     { MX_CONFIG_IDX_http_bind, "0.0.0.0:8080", "reachable by the AODB and Prometheus; firewall it" },
     { MX_CONFIG_IDX_admin_endpoint, "ipc:///run/msgxd/admin.sock", "the unit's RuntimeDirectory" },
+    { MX_CONFIG_IDX_admin_group, "msgx-admin", "members of msgx-admin may run msgxctl" },
     { MX_CONFIG_IDX_mailbox_shared_mysql_enabled, "true", "the real mailbox" },
     { MX_CONFIG_IDX_mailbox_shared_mysql_host, "aodb-mysql.example.internal", "placeholder host" },
     { MX_CONFIG_IDX_mailbox_shared_mysql_user, "msgx", "placeholder account" },
@@ -489,7 +496,7 @@ main (int argc, char **argv)
                     return s_print_sample (stdout, streq (optarg, "prod"));
                 fprintf (stderr, "msgxd: --config-sample takes dev or prod, not '%s'\n", optarg);
                 return 2;
-            case 'v': printf ("msgxd 0.1.0\n"); return 0;
+            case 'v': printf ("msgxd %s (commit %s)\n", MX_VERSION, MX_COMMIT); return 0;
             case 'h': s_usage (stdout); return 0;
             default:  s_usage (stderr); return 2;
         }
@@ -547,7 +554,8 @@ main (int argc, char **argv)
     zsys_handler_set (NULL);
     zsys_init ();
     mx_log_start (2, 65536);
-    mx_info (ACTOR, "msgxd 0.1.0 starting: profile %s, pid %d", config->profile, (int) getpid ());
+    mx_info (ACTOR, "msgxd %s (commit %s) starting: profile %s, pid %d", MX_VERSION, MX_COMMIT,
+             config->profile, (int) getpid ());
 
     int exit_code = 0;
     mx_kafka_embedded_t *kafka = NULL;

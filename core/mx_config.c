@@ -1285,6 +1285,11 @@ mx_config_validate (const mx_config_t *self, zlist_t *errors)
     &&   strlen (admin) > strlen ("ipc://")))
         s_problem (self, problems, S_IDX (admin_endpoint),
                    "must start with ipc:// or tcp:// followed by an address");
+    //  Whether the group exists is checked where the socket is made: the
+    //  configuration may be checked on a host without it.
+    if (*self->admin_group && !s_starts_with (admin, "ipc://"))
+        s_problem (self, problems, S_IDX (admin_group),
+                   "applies to an ipc:// msgx.admin.endpoint only (tcp:// has no permissions)");
 
     //  Shared mailbox
     s_int_range (self, problems, S_IDX (mailbox_shared_mysql_port), 1, 65535);

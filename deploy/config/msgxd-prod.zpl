@@ -436,14 +436,24 @@ msgx
         idle-timeout = 10s
 
     admin
-        #   msgxctl endpoint, ipc:// (mode 0600) or tcp://.
+        #   msgxctl endpoint, ipc:// (mode 0600, or 0660 with admin.group) or
+        #   tcp://.
         #   Text; default ipc://msgx-admin.sock; environment
         #   MSGX_ADMIN_ENDPOINT.
-        #   An ipc:// path is mode 0600 (only the msgx user and root connect);
-        #   under systemd ipc:///run/msgxd/admin.sock. tcp:// has no
-        #   authentication.
+        #   An ipc:// path is mode 0600 (only the msgx user and root connect;
+        #   see admin.group); under systemd ipc:///run/msgxd/admin.sock, which
+        #   msgxctl uses by default. tcp:// has no authentication.
         #   This sample: the unit's RuntimeDirectory.
         endpoint = ipc:///run/msgxd/admin.sock
+
+        #   group whose members may use the ipc admin socket (made mode 0660 and
+        #   group-owned); empty = owner only.
+        #   Text; default empty; environment MSGX_ADMIN_GROUP.
+        #   msgx-admin (created by the package) lets its members run msgxctl
+        #   without root: add operators with adduser NAME msgx-admin. The msgx
+        #   user must be a member too, to hand the socket to the group.
+        #   This sample: members of msgx-admin may run msgxctl.
+        group = msgx-admin
 
 mailbox
     shared-mysql
