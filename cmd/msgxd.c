@@ -29,10 +29,11 @@ s_usage (FILE *out)
 {
     fprintf (out,
         "usage: msgxd [--config FILE] [--check-config] [--config-reference]\n"
-        "             [--config-sample dev|prod] [--version]\n"
+        "             [--config-man] [--config-sample dev|prod] [--version]\n"
         "  --config FILE       ZPL configuration file (optional: defaults + environment)\n"
         "  --check-config      validate the configuration, print it as JSON and exit\n"
         "  --config-reference  print every configuration key as a Markdown table\n"
+        "  --config-man        print the manual page msgxd.conf(5) (roff)\n"
         "  --config-sample P   print a commented ZPL file with every key for profile P\n"
         "Environment overrides: the key upper-cased, dots and dashes as '_'\n"
         "(msgx.pipeline.claim-batch -> MSGX_PIPELINE_CLAIM_BATCH).\n");
@@ -480,6 +481,7 @@ main (int argc, char **argv)
         { "config", required_argument, NULL, 'c' },
         { "check-config", no_argument, NULL, 'k' },
         { "config-reference", no_argument, NULL, 'r' },
+        { "config-man", no_argument, NULL, 'm' },
         { "config-sample", required_argument, NULL, 's' },
         { "version", no_argument, NULL, 'v' },
         { "help", no_argument, NULL, 'h' },
@@ -491,6 +493,7 @@ main (int argc, char **argv)
             case 'c': config_path = optarg; break;
             case 'k': check_only = true; break;
             case 'r': mx_config_print_reference (stdout); return 0;
+            case 'm': mx_config_print_man (stdout); return 0;
             case 's':
                 if (streq (optarg, "dev") || streq (optarg, "prod"))
                     return s_print_sample (stdout, streq (optarg, "prod"));
