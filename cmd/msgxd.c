@@ -421,9 +421,10 @@ s_print_sample (FILE *out, bool prod)
     fprintf (out,
         "#   msgxd configuration: %s sample\n"
         "#\n"
-        "#   Generated from core/mx_config.def by `msgxd --config-sample %s`; do not\n"
-        "#   edit by hand (cmake --build BUILD --target update-docs refreshes it).\n"
-        "#   Copy it to /etc/msgxd/msgxd.zpl and change what your site needs.\n"
+        "#   Generated from core/mx_config.def by `msgxd --config-sample %s`\n"
+        "#   (the copy in the source tree is refreshed by the build, never edited).\n"
+        "#   The package installs the prod sample as /etc/msgxd/msgxd.zpl (a\n"
+        "#   conffile: your changes survive upgrades); change what your site needs.\n"
         "#\n"
         "#   Format: ZPL (czmq zconfig), sections nested by 4 spaces. A key may also\n"
         "#   be written flat (msgx.pipeline.claim-batch = 50). Quote values holding\n"

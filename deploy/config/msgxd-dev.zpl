@@ -1,8 +1,9 @@
 #   msgxd configuration: development sample
 #
-#   Generated from core/mx_config.def by `msgxd --config-sample dev`; do not
-#   edit by hand (cmake --build BUILD --target update-docs refreshes it).
-#   Copy it to /etc/msgxd/msgxd.zpl and change what your site needs.
+#   Generated from core/mx_config.def by `msgxd --config-sample dev`
+#   (the copy in the source tree is refreshed by the build, never edited).
+#   The package installs the prod sample as /etc/msgxd/msgxd.zpl (a
+#   conffile: your changes survive upgrades); change what your site needs.
 #
 #   Format: ZPL (czmq zconfig), sections nested by 4 spaces. A key may also
 #   be written flat (msgx.pipeline.claim-batch = 50). Quote values holding
