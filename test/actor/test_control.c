@@ -472,6 +472,18 @@ test_bad_admin_requests_are_refused_with_a_reason (void **state)
     mx_config_destroy (&config);
 }
 
+//  control refuses to start, with needle in its reason.
+static void
+s_control_refused (mx_control_args_t *args, const char *needle)
+{
+    char *detail = NULL, *error = NULL;
+    zactor_t *control = mx_actor_start (mx_control_actor, args, 10000, &detail, &error);
+    assert_null (control);
+    if (!strstr (error, needle))
+        fail_msg ("start refused for another reason: %s", error);
+    free (error);
+}
+
 static void
 test_admin_endpoint_in_use_refuses_start (void **state)
 {
@@ -479,11 +491,7 @@ test_admin_endpoint_in_use_refuses_start (void **state)
     mx_config_t *config = s_config (fx, "same", NULL);
     mx_control_args_t args = { config, fx->clock, s_children, 0, NULL, NULL };
     zactor_t *first = s_control_start (&args);
-    char *detail = NULL, *error = NULL;
-    zactor_t *second = mx_actor_start (mx_control_actor, &args, 10000, &detail, &error);
-    assert_null (second);
-    assert_non_null (strstr (error, "in use by another running msgxd"));
-    free (error);
+    s_control_refused (&args, "in use by another running msgxd");
     //  The first one still owns its socket.
     json_t *status = s_status (config);
     assert_string_equal (json_string_value (json_object_get (status, "role")), "active");
@@ -522,11 +530,7 @@ test_unknown_admin_group_refuses_start (void **state)
     mx_config_t *config = s_config (fx, "nogroup", NULL);
     assert_int_equal (mx_config_set (config, "msgx.admin.group", "msgx-no-such-group", NULL), 0);
     mx_control_args_t args = { config, fx->clock, s_children, 0, NULL, NULL };
-    char *detail = NULL, *error = NULL;
-    zactor_t *control = mx_actor_start (mx_control_actor, &args, 10000, &detail, &error);
-    assert_null (control);
-    assert_non_null (strstr (error, "admin group msgx-no-such-group (msgx.admin.group): no such group"));
-    free (error);
+    s_control_refused (&args, "admin group msgx-no-such-group (msgx.admin.group): no such group");
     mx_config_destroy (&config);
 }
 

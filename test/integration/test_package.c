@@ -220,18 +220,12 @@ test_installed_msgxd_runs_as_msgx_and_msgx_admin_members_use_msgxctl (void **sta
     assert_int_equal (rd_kafka_mock_topic_create (cluster, "msgx.flight.state", 3, 1), 0);
     int port = mx_testenv_free_port ();
     //  The sample's placeholders, replaced; everything else as installed.
-    char *env [] = {
+    char *env [16] = {
         zsys_sprintf ("MSGX_PG_CONNINFO=%s", mx_testpg_conninfo (pg)),
         zsys_sprintf ("MSGX_KAFKA_BOOTSTRAP_SERVERS=%s", mx_testkafka_bootstraps (kafka)),
         zsys_sprintf ("MSGX_HTTP_BIND=127.0.0.1:%d", port),
-        zsys_sprintf ("MAILBOX_SHARED_MYSQL_HOST=%s", mx_testmb_host (mb)),
-        zsys_sprintf ("MAILBOX_SHARED_MYSQL_PORT=%d", mx_testmb_port (mb)),
-        zsys_sprintf ("MAILBOX_SHARED_MYSQL_USER=%s", mx_testmb_user (mb)),
-        zsys_sprintf ("MAILBOX_SHARED_MYSQL_PASSWORD=%s", mx_testmb_password (mb)),
-        zsys_sprintf ("MAILBOX_SHARED_MYSQL_DATABASE=%s", mx_testmb_database (mb)),
-        strdup ("MAILBOX_SHARED_MYSQL_TIME_ZONE=+00:00"),
-        NULL
     };
+    mx_testmb_environment (mb, "+00:00", env + 3);
     const char *argv [] = { "setpriv", "--reuid=msgx", "--regid=msgx", "--init-groups", "--",
                             "/usr/sbin/msgxd", "--config", "/etc/msgxd/msgxd.zpl", NULL };
     mx_testproc_t *daemon = mx_testproc_new (argv, (const char *const *) env);
