@@ -43,12 +43,10 @@ add_dependencies(package-files docs-man-config)
 
 install(TARGETS msgxd DESTINATION sbin)
 install(TARGETS msgxctl msgx-gen DESTINATION bin)
-foreach(section 1 5 8)
-  file(GLOB mx_pages LIST_DIRECTORIES false RELATIVE ${PROJECT_SOURCE_DIR}/docs/man
-       ${PROJECT_SOURCE_DIR}/docs/man/*.${section})
-  foreach(page ${mx_pages})
-    install(FILES ${MX_PACKAGE_DIR}/${page}.gz DESTINATION share/man/man${section})
-  endforeach()
+foreach(page ${MX_MAN_PAGES})
+  get_filename_component(name ${page} NAME)
+  string(REGEX REPLACE ".*\\." "" section ${name})
+  install(FILES ${MX_PACKAGE_DIR}/${name}.gz DESTINATION share/man/man${section})
 endforeach()
 install(FILES ${PROJECT_SOURCE_DIR}/deploy/systemd/msgxd.service DESTINATION /lib/systemd/system)
 install(FILES ${PROJECT_SOURCE_DIR}/deploy/systemd/msgxd.sysusers

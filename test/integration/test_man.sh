@@ -11,9 +11,11 @@ failures=0
 m_fail () { printf 'FAIL: %s\n' "$*" >&2; failures=$((failures + 1)); }
 
 command -v man > /dev/null || { m_fail "man not installed (package man-db)"; exit 1; }
-for page in msgxd.8 msgxctl.1 msgxd.conf.5 msgx-gen.1; do
-    file=$src/docs/man/$page
-    [[ -r $file ]] || { m_fail "no $file"; continue; }
+for page in msgxd.8 msgxctl.1 msgxd.conf.5; do
+    [[ -r $src/docs/man/$page ]] || m_fail "no docs/man/$page"
+done
+for file in "$src"/docs/man/*.[0-9]; do
+    page=${file##*/}
     warnings=$(MANWIDTH=80 man --warnings -l "$file" 2>&1 > /dev/null) || m_fail "man -l $page failed"
     [[ -z "$warnings" ]] || m_fail "man -l $page warns: $warnings"
     text=$(MANWIDTH=80 man -l "$file" 2> /dev/null)
