@@ -3,6 +3,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <grp.h>
 #include <libpq-fe.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -94,6 +95,36 @@ s_ipc_check (const char *path, char **error)
     return 0;
 }
 
+//  The socket file is the only access control of the admin protocol: the
+//  owner alone (0600), or also the members of group (0660) when one is set.
+static int
+s_admin_permit (const char *path, const char *group, char **error)
+{
+    mode_t mode = 0600;
+    if (*group) {
+        char buffer [4096];
+        struct group entry, *found = NULL;
+        int rc = getgrnam_r (group, &entry, buffer, sizeof buffer, &found);
+        if (!found) {
+            *error = zsys_sprintf ("admin group %s (msgx.admin.group): %s", group,
+                                   rc ? strerror (rc) : "no such group");
+            return -1;
+        }
+        //  Only a member of the group (or root) may hand the file to it.
+        if (chown (path, (uid_t) -1, found->gr_gid) != 0) {
+            *error = zsys_sprintf ("cannot give admin socket %s to group %s: %s (is the daemon's user a member?)",
+                                   path, group, strerror (errno));
+            return -1;
+        }
+        mode = 0660;
+    }
+    if (chmod (path, mode) != 0) {
+        *error = zsys_sprintf ("cannot set admin socket %s to mode %04o: %s", path, (unsigned) mode, strerror (errno));
+        return -1;
+    }
+    return 0;
+}
+
 static int
 s_admin_bind (s_control_t *self, char **error)
 {
@@ -110,8 +141,7 @@ s_admin_bind (s_control_t *self, char **error)
         return -1;
     }
     self->admin_ipc = ipc;
-    if (ipc && chmod (endpoint + 6, 0600) != 0) {
-        *error = zsys_sprintf ("cannot restrict admin socket %s to mode 0600: %s", endpoint + 6, strerror (errno));
+    if (ipc && s_admin_permit (endpoint + 6, self->config->admin_group, error)) {
         zsock_destroy (&self->admin);
         return -1;
     }

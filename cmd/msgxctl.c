@@ -16,11 +16,15 @@
 #include <unistd.h>
 
 #include "mx_cmd.h"
+#include "mx_version.h"
 
 #define EXIT_REFUSED 1
 #define EXIT_USAGE 2
 #define EXIT_UNREACHABLE 3
 #define DEFAULT_ENDPOINT "ipc://msgx-admin.sock"
+//  The packaged daemon's socket (the unit's RuntimeDirectory): the default
+//  whenever it exists, so operators of an installed msgxd need no option.
+#define PACKAGED_SOCKET "/run/msgxd/admin.sock"
 #define DEFAULT_TIMEOUT_MS 5000
 #define DEFAULT_WATCH_MS 1000
 //  Samples kept for the rate: a sliding window of this many seconds.
@@ -72,9 +76,11 @@ s_usage (FILE *out)
         "  request schedule --from T --to T | request reference LIST\n"
         "                             ask the upstream for a schedule window or a reference list\n"
         "options:\n"
-        "  --endpoint E   daemon admin endpoint (default: $MSGX_ADMIN_ENDPOINT or " DEFAULT_ENDPOINT ")\n"
+        "  --endpoint E   daemon admin endpoint (default: $MSGX_ADMIN_ENDPOINT, else\n"
+        "                 ipc://" PACKAGED_SOCKET " when it exists, else " DEFAULT_ENDPOINT ")\n"
         "  --timeout MS   how long to wait for the reply (default %d)\n"
         "  --json         print the daemon's JSON reply as is\n"
+        "  --version      print the version and exit\n"
         "exit codes: 0 ok, 1 refused, 2 usage, 3 daemon unreachable\n", DEFAULT_TIMEOUT_MS);
 }
 
@@ -857,7 +863,7 @@ main (int argc, char **argv)
 {
     const char *endpoint = getenv ("MSGX_ADMIN_ENDPOINT");
     if (!endpoint || !*endpoint)
-        endpoint = DEFAULT_ENDPOINT;
+        endpoint = access (PACKAGED_SOCKET, F_OK) == 0 ? "ipc://" PACKAGED_SOCKET : DEFAULT_ENDPOINT;
     int timeout_ms = DEFAULT_TIMEOUT_MS;
     bool json_out = false;
     static const struct option options [] = {
@@ -865,6 +871,7 @@ main (int argc, char **argv)
         { "timeout", required_argument, NULL, 't' },
         { "json", no_argument, NULL, 'j' },
         { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 }
     };
     int opt;
@@ -883,6 +890,7 @@ main (int argc, char **argv)
             }
             case 'j': json_out = true; break;
             case 'h': s_usage (stdout); return 0;
+            case 'V': printf ("msgxctl %s (commit %s)\n", MX_VERSION, MX_COMMIT); return 0;
             default:  s_usage (stderr); return EXIT_USAGE;
         }
     }

@@ -17,6 +17,7 @@
 #include "mx_control.h"
 #include "mx_kafka_embedded.h"
 #include "mx_log.h"
+#include "mx_version.h"
 
 #define ACTOR "main"
 #define SHUTDOWN_LIMIT_S 5
@@ -28,10 +29,11 @@ s_usage (FILE *out)
 {
     fprintf (out,
         "usage: msgxd [--config FILE] [--check-config] [--config-reference]\n"
-        "             [--config-sample dev|prod] [--version]\n"
+        "             [--config-man] [--config-sample dev|prod] [--version]\n"
         "  --config FILE       ZPL configuration file (optional: defaults + environment)\n"
         "  --check-config      validate the configuration, print it as JSON and exit\n"
         "  --config-reference  print every configuration key as a Markdown table\n"
+        "  --config-man        print the manual page msgxd.conf(5) (roff)\n"
         "  --config-sample P   print a commented ZPL file with every key for profile P\n"
         "Environment overrides: the key upper-cased, dots and dashes as '_'\n"
         "(msgx.pipeline.claim-batch -> MSGX_PIPELINE_CLAIM_BATCH).\n");
@@ -207,8 +209,13 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
     S_ADVICE (http_idle_timeout) =
         "Raise it only for clients on slow links that pause mid-request; each idle connection holds one of 64 slots.",
     S_ADVICE (admin_endpoint) =
-        "An ipc:// path is mode 0600 (only the msgx user and root connect); under systemd "
-        "ipc:///run/msgxd/admin.sock. tcp:// has no authentication.",
+        "An ipc:// path is mode 0600 (only the msgx user and root connect; see admin.group); under "
+        "systemd ipc:///run/msgxd/admin.sock, which msgxctl uses by default. tcp:// has no "
+        "authentication.",
+    S_ADVICE (admin_group) =
+        "msgx-admin (created by the package) lets its members run msgxctl without root: add "
+        "operators with adduser NAME msgx-admin. The msgx user must be a member too, to hand the "
+        "socket to the group.",
     S_ADVICE (mailbox_shared_mysql_enabled) =
         "true in production; false turns ingress, backfill, the compat entry and requests off.",
     S_ADVICE (mailbox_shared_mysql_host) =
@@ -263,6 +270,7 @@ static const s_sample_value_t s_prod_values [] = {
       "placeholder brokers" },
     { MX_CONFIG_IDX_http_bind, "0.0.0.0:8080", "reachable by the AODB and Prometheus; firewall it" },
     { MX_CONFIG_IDX_admin_endpoint, "ipc:///run/msgxd/admin.sock", "the unit's RuntimeDirectory" },
+    { MX_CONFIG_IDX_admin_group, "msgx-admin", "members of msgx-admin may run msgxctl" },
     { MX_CONFIG_IDX_mailbox_shared_mysql_enabled, "true", "the real mailbox" },
     { MX_CONFIG_IDX_mailbox_shared_mysql_host, "aodb-mysql.example.internal", "placeholder host" },
     { MX_CONFIG_IDX_mailbox_shared_mysql_user, "msgx", "placeholder account" },
@@ -413,9 +421,10 @@ s_print_sample (FILE *out, bool prod)
     fprintf (out,
         "#   msgxd configuration: %s sample\n"
         "#\n"
-        "#   Generated from core/mx_config.def by `msgxd --config-sample %s`; do not\n"
-        "#   edit by hand (cmake --build BUILD --target update-docs refreshes it).\n"
-        "#   Copy it to /etc/msgxd/msgxd.zpl and change what your site needs.\n"
+        "#   Generated from core/mx_config.def by `msgxd --config-sample %s`\n"
+        "#   (the copy in the source tree is refreshed by the build, never edited).\n"
+        "#   The package installs the prod sample as /etc/msgxd/msgxd.zpl (a\n"
+        "#   conffile: your changes survive upgrades); change what your site needs.\n"
         "#\n"
         "#   Format: ZPL (czmq zconfig), sections nested by 4 spaces. A key may also\n"
         "#   be written flat (msgx.pipeline.claim-batch = 50). Quote values holding\n"
@@ -473,6 +482,7 @@ main (int argc, char **argv)
         { "config", required_argument, NULL, 'c' },
         { "check-config", no_argument, NULL, 'k' },
         { "config-reference", no_argument, NULL, 'r' },
+        { "config-man", no_argument, NULL, 'm' },
         { "config-sample", required_argument, NULL, 's' },
         { "version", no_argument, NULL, 'v' },
         { "help", no_argument, NULL, 'h' },
@@ -484,12 +494,13 @@ main (int argc, char **argv)
             case 'c': config_path = optarg; break;
             case 'k': check_only = true; break;
             case 'r': mx_config_print_reference (stdout); return 0;
+            case 'm': mx_config_print_man (stdout); return 0;
             case 's':
                 if (streq (optarg, "dev") || streq (optarg, "prod"))
                     return s_print_sample (stdout, streq (optarg, "prod"));
                 fprintf (stderr, "msgxd: --config-sample takes dev or prod, not '%s'\n", optarg);
                 return 2;
-            case 'v': printf ("msgxd 0.1.0\n"); return 0;
+            case 'v': printf ("msgxd %s (commit %s)\n", MX_VERSION, MX_COMMIT); return 0;
             case 'h': s_usage (stdout); return 0;
             default:  s_usage (stderr); return 2;
         }
@@ -547,7 +558,8 @@ main (int argc, char **argv)
     zsys_handler_set (NULL);
     zsys_init ();
     mx_log_start (2, 65536);
-    mx_info (ACTOR, "msgxd 0.1.0 starting: profile %s, pid %d", config->profile, (int) getpid ());
+    mx_info (ACTOR, "msgxd %s (commit %s) starting: profile %s, pid %d", MX_VERSION, MX_COMMIT,
+             config->profile, (int) getpid ());
 
     int exit_code = 0;
     mx_kafka_embedded_t *kafka = NULL;

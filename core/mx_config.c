@@ -975,6 +975,91 @@ mx_config_print_reference (FILE *out)
     }
 }
 
+//  text as roff running text: backslashes escaped, and a line may not
+//  start with a control character.
+static void
+s_roff_text (FILE *out, const char *text)
+{
+    if (*text == '.' || *text == '\'')
+        fputs ("\\&", out);
+    for (; *text; text++)
+        if (*text == '\\')
+            fputs ("\\e", out);
+        else
+        if (*text == '-')
+            fputs ("\\-", out);
+        else
+            fputc (*text, out);
+}
+
+void
+mx_config_print_man (FILE *out)
+{
+    assert (out);
+    char env [128];
+    fputs (".\\\" Generated from core/mx_config.def by the build (msgxd --config-man); do not edit.\n"
+           ".TH MSGXD.CONF 5 \"\" \"msgexchange\" \"File Formats\"\n"
+           ".nh\n"
+           ".ad l\n"
+           ".SH NAME\n"
+           "msgxd.conf \\- configuration of the msgexchange daemon msgxd\n"
+           ".SH SYNOPSIS\n"
+           ".I /etc/msgxd/msgxd.zpl\n"
+           ".SH DESCRIPTION\n"
+           ".BR msgxd (8)\n"
+           "reads its configuration from the file named by\n"
+           ".BR \\-\\-config ;\n"
+           "the package's systemd unit names\n"
+           ".IR /etc/msgxd/msgxd.zpl ,\n"
+           "installed as the commented production sample.\n"
+           "The format is ZPL (czmq zconfig): sections nested by 4 spaces, or a key\n"
+           "written flat\n"
+           ".RB ( \"msgx.pipeline.claim\\-batch = 50\" ).\n"
+           "Quote values holding blanks or '#'; write an empty value as \"\".\n"
+           "Unknown keys are refused.\n"
+           ".PP\n"
+           "Precedence: defaults < file < environment. Each key has an environment\n"
+           "variable: the key upper\\-cased, dots and dashes as '_'.\n"
+           "Durations take ms, s, m, h, d (a bare number only in keys ending \"\\-ms\");\n"
+           "lists are comma\\-separated; times of day are HH:MM in the airport zone.\n"
+           ".PP\n"
+           "Bad configuration is refused with one line per problem and exit code 78;\n"
+           ".B msgxd \\-\\-config FILE \\-\\-check\\-config\n"
+           "checks a file without starting.\n"
+           ".SH KEYS\n", out);
+    for (int idx = 0; idx < MX_CONFIG_KEY_COUNT; idx++) {
+        const s_key_t *key = &s_keys [idx];
+        fputs (".TP\n.B ", out);
+        s_roff_text (out, key->key);
+        fputs ("\n", out);
+        s_roff_text (out, key->doc);
+        fputs (".\n.br\nType ", out);
+        s_roff_text (out, key->type_name);
+        fputs ("; default ", out);
+        if (*key->def) {
+            fputs ("\\fB", out);
+            s_roff_text (out, key->def);
+            fputs ("\\fR", out);
+        }
+        else
+            fputs ("empty", out);
+        fputs ("; environment \\fB", out);
+        s_roff_text (out, mx_config_env_name (key->key, env, sizeof env));
+        fputs ("\\fR.\n", out);
+    }
+    fputs (".SH FILES\n"
+           ".TP\n.I /etc/msgxd/msgxd.zpl\n"
+           "the configuration (a conffile of the package)\n"
+           ".TP\n.I /etc/msgxd/msgxd.env\n"
+           "optional environment overrides and secrets, read by the systemd unit (mode 0600)\n"
+           ".TP\n.I /etc/msgxd/pgpass\n"
+           "the PostgreSQL password file the unit names in PGPASSFILE (mode 0600)\n"
+           ".SH SEE ALSO\n"
+           ".BR msgxd (8),\n"
+           ".BR msgxctl (1),\n"
+           ".I /usr/share/doc/msgxd/operations.md\n", out);
+}
+
 
 //  --------------------------------------------------------------------------
 //  Validation
@@ -1285,6 +1370,11 @@ mx_config_validate (const mx_config_t *self, zlist_t *errors)
     &&   strlen (admin) > strlen ("ipc://")))
         s_problem (self, problems, S_IDX (admin_endpoint),
                    "must start with ipc:// or tcp:// followed by an address");
+    //  Whether the group exists is checked where the socket is made: the
+    //  configuration may be checked on a host without it.
+    if (*self->admin_group && !s_starts_with (admin, "ipc://"))
+        s_problem (self, problems, S_IDX (admin_group),
+                   "applies to an ipc:// msgx.admin.endpoint only (tcp:// has no permissions)");
 
     //  Shared mailbox
     s_int_range (self, problems, S_IDX (mailbox_shared_mysql_port), 1, 65535);

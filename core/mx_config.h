@@ -98,6 +98,9 @@ json_t *mx_config_to_json (const mx_config_t *self);
 //  Markdown table: key, env name, type, default, doc.
 void mx_config_print_reference (FILE *out);
 
+//  The same keys as the manual page msgxd.conf(5), in roff (man macros).
+void mx_config_print_man (FILE *out);
+
 //  Environment name of key into buf; returns buf, or NULL if it does not
 //  fit. Does not check that key exists.
 const char *mx_config_env_name (const char *key, char *buf, size_t size);

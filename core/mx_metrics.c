@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "mx_text.h"
+#include "mx_version.h"
 
 typedef enum { S_COUNTER, S_GAUGE, S_HISTOGRAM } s_type_t;
 
@@ -530,9 +531,19 @@ mx_metrics_log_dropped (void)
                                "Log lines dropped because the log queue was full", NULL);
 }
 
+//  Always 1: the version and commit ride in the labels, so a dashboard
+//  can tell which build each instance runs.
+static void
+s_build_info (void)
+{
+    mx_metrics_gauge_set (mx_metrics_gauge ("msgx_build_info", "Version and git commit of this msgxd",
+                                            "version=" MX_VERSION ",commit=" MX_COMMIT), 1);
+}
+
 void
 mx_metrics_register_standard (void)
 {
+    s_build_info ();
     mx_metrics_hole_aged_out ();
     mx_metrics_late_arrival ();
     mx_metrics_events_sent ("KAFKA:msg");

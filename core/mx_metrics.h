@@ -87,7 +87,8 @@ mx_metrics_histogram_t *mx_metrics_processing_seconds (void);   //  msgx_process
 mx_metrics_counter_t *mx_metrics_log_dropped (void);            //  msgx_log_dropped_total
 
 //  Registers all of the above (label-less ones, and the event counters for
-//  both Kafka targets) so a scrape shows them from the start.
+//  both Kafka targets) so a scrape shows them from the start, and sets the
+//  gauge msgx_build_info{version,commit} to 1.
 void
     mx_metrics_register_standard (void);
 

@@ -1,8 +1,9 @@
 #   msgxd configuration: production sample
 #
-#   Generated from core/mx_config.def by `msgxd --config-sample prod`; do not
-#   edit by hand (cmake --build BUILD --target update-docs refreshes it).
-#   Copy it to /etc/msgxd/msgxd.zpl and change what your site needs.
+#   Generated from core/mx_config.def by `msgxd --config-sample prod`
+#   (the copy in the source tree is refreshed by the build, never edited).
+#   The package installs the prod sample as /etc/msgxd/msgxd.zpl (a
+#   conffile: your changes survive upgrades); change what your site needs.
 #
 #   Format: ZPL (czmq zconfig), sections nested by 4 spaces. A key may also
 #   be written flat (msgx.pipeline.claim-batch = 50). Quote values holding
@@ -436,14 +437,24 @@ msgx
         idle-timeout = 10s
 
     admin
-        #   msgxctl endpoint, ipc:// (mode 0600) or tcp://.
+        #   msgxctl endpoint, ipc:// (mode 0600, or 0660 with admin.group) or
+        #   tcp://.
         #   Text; default ipc://msgx-admin.sock; environment
         #   MSGX_ADMIN_ENDPOINT.
-        #   An ipc:// path is mode 0600 (only the msgx user and root connect);
-        #   under systemd ipc:///run/msgxd/admin.sock. tcp:// has no
-        #   authentication.
+        #   An ipc:// path is mode 0600 (only the msgx user and root connect;
+        #   see admin.group); under systemd ipc:///run/msgxd/admin.sock, which
+        #   msgxctl uses by default. tcp:// has no authentication.
         #   This sample: the unit's RuntimeDirectory.
         endpoint = ipc:///run/msgxd/admin.sock
+
+        #   group whose members may use the ipc admin socket (made mode 0660 and
+        #   group-owned); empty = owner only.
+        #   Text; default empty; environment MSGX_ADMIN_GROUP.
+        #   msgx-admin (created by the package) lets its members run msgxctl
+        #   without root: add operators with adduser NAME msgx-admin. The msgx
+        #   user must be a member too, to hand the socket to the group.
+        #   This sample: members of msgx-admin may run msgxctl.
+        group = msgx-admin
 
 mailbox
     shared-mysql

@@ -7,6 +7,7 @@
 
 #include <czmq.h>
 #include <dirent.h>
+#include <grp.h>
 #include <libpq-fe.h>
 #include <pthread.h>
 #include <sys/stat.h>
@@ -471,6 +472,18 @@ test_bad_admin_requests_are_refused_with_a_reason (void **state)
     mx_config_destroy (&config);
 }
 
+//  control refuses to start, with needle in its reason.
+static void
+s_control_refused (mx_control_args_t *args, const char *needle)
+{
+    char *detail = NULL, *error = NULL;
+    zactor_t *control = mx_actor_start (mx_control_actor, args, 10000, &detail, &error);
+    assert_null (control);
+    if (!strstr (error, needle))
+        fail_msg ("start refused for another reason: %s", error);
+    free (error);
+}
+
 static void
 test_admin_endpoint_in_use_refuses_start (void **state)
 {
@@ -478,16 +491,46 @@ test_admin_endpoint_in_use_refuses_start (void **state)
     mx_config_t *config = s_config (fx, "same", NULL);
     mx_control_args_t args = { config, fx->clock, s_children, 0, NULL, NULL };
     zactor_t *first = s_control_start (&args);
-    char *detail = NULL, *error = NULL;
-    zactor_t *second = mx_actor_start (mx_control_actor, &args, 10000, &detail, &error);
-    assert_null (second);
-    assert_non_null (strstr (error, "in use by another running msgxd"));
-    free (error);
+    s_control_refused (&args, "in use by another running msgxd");
     //  The first one still owns its socket.
     json_t *status = s_status (config);
     assert_string_equal (json_string_value (json_object_get (status, "role")), "active");
     json_decref (status);
     zactor_destroy (&first);
+    mx_config_destroy (&config);
+}
+
+//  msgx.admin.group opens the socket to one group: 0660, owned by it. The
+//  test process's own group stands in for msgx-admin.
+static void
+test_admin_group_opens_the_socket_to_its_members (void **state)
+{
+    fixture_t *fx = *state;
+    mx_config_t *config = s_config (fx, "group", NULL);
+    struct group *own = getgrgid (getegid ());
+    assert_non_null (own);
+    assert_int_equal (mx_config_set (config, "msgx.admin.group", own->gr_name, NULL), 0);
+    mx_control_args_t args = { config, fx->clock, s_children, 0, NULL, NULL };
+    zactor_t *control = s_control_start (&args);
+    struct stat st;
+    assert_int_equal (stat (config->admin_endpoint + 6, &st), 0);
+    assert_int_equal (st.st_mode & 0777, 0660);
+    assert_int_equal (st.st_gid, getegid ());
+    json_t *status = s_status (config);
+    assert_string_equal (json_string_value (json_object_get (status, "role")), "active");
+    json_decref (status);
+    zactor_destroy (&control);
+    mx_config_destroy (&config);
+}
+
+static void
+test_unknown_admin_group_refuses_start (void **state)
+{
+    fixture_t *fx = *state;
+    mx_config_t *config = s_config (fx, "nogroup", NULL);
+    assert_int_equal (mx_config_set (config, "msgx.admin.group", "msgx-no-such-group", NULL), 0);
+    mx_control_args_t args = { config, fx->clock, s_children, 0, NULL, NULL };
+    s_control_refused (&args, "admin group msgx-no-such-group (msgx.admin.group): no such group");
     mx_config_destroy (&config);
 }
 
@@ -561,6 +604,8 @@ main (void)
         cmocka_unit_test_setup_teardown (test_child_fatal_stops_everything, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_bad_admin_requests_are_refused_with_a_reason, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_admin_endpoint_in_use_refuses_start, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_admin_group_opens_the_socket_to_its_members, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_unknown_admin_group_refuses_start, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_unreachable_postgres_is_reported_not_hidden, s_setup, s_teardown),
         cmocka_unit_test (test_no_thread_or_socket_left_behind),
     };

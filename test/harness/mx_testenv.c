@@ -832,6 +832,23 @@ mx_testmb_configure (mx_testmb_t *mb, mx_config_t *config, const char *time_zone
             s_fail ("config %s = %s refused", settings [i][0], settings [i][1]);
 }
 
+size_t
+mx_testmb_environment (mx_testmb_t *mb, const char *time_zone, char **vars)
+{
+    size_t count = 0;
+    vars [count++] = strdup ("MAILBOX_SHARED_MYSQL_ENABLED=true");
+    vars [count++] = zsys_sprintf ("MAILBOX_SHARED_MYSQL_HOST=%s", mx_testmb_host (mb));
+    vars [count++] = zsys_sprintf ("MAILBOX_SHARED_MYSQL_PORT=%d", mx_testmb_port (mb));
+    vars [count++] = zsys_sprintf ("MAILBOX_SHARED_MYSQL_USER=%s", mx_testmb_user (mb));
+    vars [count++] = zsys_sprintf ("MAILBOX_SHARED_MYSQL_PASSWORD=%s", mx_testmb_password (mb));
+    vars [count++] = zsys_sprintf ("MAILBOX_SHARED_MYSQL_DATABASE=%s", mx_testmb_database (mb));
+    vars [count++] = zsys_sprintf ("MAILBOX_SHARED_MYSQL_TIME_ZONE=%s", time_zone);
+    for (size_t i = 0; i < count; i++)
+        if (!vars [i])
+            s_fail ("out of memory");
+    return count;
+}
+
 char *
 mx_testenv_to_gb18030 (const char *text, size_t *size_p)
 {

@@ -201,6 +201,12 @@ void
 void
     mx_testmb_configure (mx_testmb_t *mb, mx_config_t *config, const char *time_zone);
 
+//  The same as environment overrides for a child msgxd: writes the seven
+//  malloc'd "KEY=VALUE" strings (MAILBOX_SHARED_MYSQL_ENABLED ... _TIME_ZONE)
+//  to vars [0..6], which must have room; the caller frees them. Returns 7.
+size_t
+    mx_testmb_environment (mx_testmb_t *mb, const char *time_zone, char **vars);
+
 //  text (UTF-8) converted to GB18030 with iconv, as a real GB18030 sender
 //  writes it; *size_p gets the byte count (the result is NUL-terminated).
 char *

@@ -26,7 +26,9 @@ s_expect () {
 
 s_expect Type simple
 s_expect User msgx
-s_expect ExecStart "/usr/local/bin/msgxd --config /etc/msgxd/msgxd.zpl"
+s_expect ExecStart "/usr/sbin/msgxd --config /etc/msgxd/msgxd.zpl"
+s_expect SupplementaryGroups msgx-admin
+s_expect RuntimeDirectoryMode 0755
 s_expect RuntimeDirectory msgxd
 s_expect Restart on-failure
 s_expect RestartPreventExitStatus 78
@@ -65,13 +67,19 @@ stop=${stop%s}
 #  The sample's admin endpoint lives in the unit's RuntimeDirectory.
 grep -q 'endpoint = ipc:///run/msgxd/admin.sock' "$src/deploy/config/msgxd-prod.zpl" \
     || s_fail "msgxd-prod.zpl does not put the admin socket in /run/msgxd"
+grep -q '^        group = msgx-admin$' "$src/deploy/config/msgxd-prod.zpl" \
+    || s_fail "msgxd-prod.zpl does not open the admin socket to msgx-admin"
 
 #  systemd's own checks. ExecStart must name an existing binary for verify.
 command -v systemd-analyze > /dev/null || { s_fail "systemd-analyze not installed (package systemd)"; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-sed "s|^ExecStart=/usr/local/bin/msgxd |ExecStart=$msgxd |" "$unit" > "$work/msgxd.service"
-if ! out=$(systemd-analyze verify "$work/msgxd.service" 2>&1) || [[ -n "$out" ]]; then
+sed "s|^ExecStart=/usr/sbin/msgxd |ExecStart=$msgxd |" "$unit" > "$work/msgxd.service"
+#  verify runs man for each Documentation= page: show it the pages of the tree.
+mkdir -p "$work/man/man5" "$work/man/man8"
+cp "$src/docs/man/msgxd.8" "$work/man/man8/"
+cp "$src/docs/man/msgxd.conf.5" "$work/man/man5/"
+if ! out=$(MANPATH=$work/man systemd-analyze verify "$work/msgxd.service" 2>&1) || [[ -n "$out" ]]; then
     s_fail "systemd-analyze verify: $out"
 fi
 mkdir -p "$work/root/etc"
@@ -79,9 +87,12 @@ touch "$work/root/etc/passwd" "$work/root/etc/group"
 systemd-sysusers --root="$work/root" "$src/deploy/systemd/msgxd.sysusers" > /dev/null 2>&1 \
     || s_fail "systemd-sysusers refuses msgxd.sysusers"
 grep -q '^msgx:' "$work/root/etc/passwd" || s_fail "msgxd.sysusers does not create user msgx"
+grep -q '^msgx-admin:x:[0-9]*:msgx$' "$work/root/etc/group" \
+    || s_fail "msgxd.sysusers does not create group msgx-admin with member msgx"
 systemd-tmpfiles --root="$work/root" --create "$src/deploy/systemd/msgxd.tmpfiles" > /dev/null 2>&1 \
     || s_fail "systemd-tmpfiles refuses msgxd.tmpfiles"
 [[ -d "$work/root/etc/msgxd" ]] || s_fail "msgxd.tmpfiles does not create /etc/msgxd"
+[[ -d "$work/root/run/msgxd" ]] || s_fail "msgxd.tmpfiles does not create /run/msgxd"
 
 if [[ $failures -gt 0 ]]; then
     printf '%d problem(s) in deploy/systemd\n' "$failures" >&2

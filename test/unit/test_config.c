@@ -470,6 +470,7 @@ test_validation_rules (void **state)
         { "msgx.operation-day.zone",         "UTC" },
         { "msgx.http.bind",                  "[::1]:8080" },
         { "msgx.admin.endpoint",             "tcp://127.0.0.1:5555" },
+        { "msgx.admin.group",                "msgx-no-such-group" },
         { "mailbox.shared-mysql.port",       "65535" },
         { "msgx.health.backlog-cache-ttl-ms", "0" },
     };
@@ -486,6 +487,17 @@ test_validation_rules (void **state)
         zlist_destroy (&errors);
         mx_config_destroy (&config);
     }
+
+    //  A group has no meaning for a tcp:// endpoint.
+    mx_config_t *config = mx_config_new_defaults ();
+    zlist_t *errors = zlist_new ();
+    zlist_autofree (errors);
+    assert_int_equal (mx_config_set (config, "msgx.admin.endpoint", "tcp://127.0.0.1:5555", errors), 0);
+    assert_int_equal (mx_config_set (config, "msgx.admin.group", "msgx-admin", errors), 0);
+    assert_int_equal (mx_config_validate (config, errors), -1);
+    assert_true (s_has (errors, "msgx.admin.group", "ipc:// msgx.admin.endpoint only", NULL));
+    zlist_destroy (&errors);
+    mx_config_destroy (&config);
 }
 
 static void

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "mx_metrics.h"
+#include "mx_version.h"
 
 static int
 s_reset (void **state)
@@ -146,6 +147,8 @@ test_standard (void **state)
     assert_non_null (strstr (text, "msgx_batch_size_count 1\n"));
     assert_non_null (strstr (text, "# TYPE msgx_processing_seconds histogram\n"));
     assert_non_null (strstr (text, "msgx_log_dropped_total 0\n"));
+    assert_non_null (strstr (text, "# TYPE msgx_build_info gauge\n"
+                                   "msgx_build_info{version=\"" MX_VERSION "\",commit=\"" MX_COMMIT "\"} 1\n"));
     free (text);
 }
 
