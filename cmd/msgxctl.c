@@ -1,6 +1,9 @@
 /*  msgxctl - admin CLI for msgxd, over a ZeroMQ REQ socket.
 
-    Exit codes: 0 ok, 1 refused by the daemon, 2 usage, 3 daemon unreachable.
+    Exit codes (one place: s_exit_codes below, printed by help):
+    0 ok, 1 refused by the daemon, 2 usage, 3 cannot connect,
+    4 permission denied, 5 timed out after sending (may have applied),
+    6 unreadable reply.
 */
 #include <czmq.h>
 #include <stdarg.h>
@@ -11,7 +14,9 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,19 +26,126 @@
 #define EXIT_REFUSED 1
 #define EXIT_USAGE 2
 #define EXIT_UNREACHABLE 3
+#define EXIT_DENIED 4
+#define EXIT_TIMEOUT 5
+#define EXIT_BAD_REPLY 6
 #define DEFAULT_ENDPOINT "ipc://msgx-admin.sock"
 //  The packaged daemon's socket (the unit's RuntimeDirectory): the default
 //  whenever it exists, so operators of an installed msgxd need no option.
 #define PACKAGED_SOCKET "/run/msgxd/admin.sock"
 #define DEFAULT_TIMEOUT_MS 5000
 #define DEFAULT_WATCH_MS 1000
+//  The daemon's bound on dead list rows (actors/mx_control.c).
+#define DEAD_LIMIT_MAX 10000
 //  Samples kept for the rate: a sliding window of this many seconds.
 #define WATCH_WINDOW_S 10.0
 #define WATCH_SAMPLES 256
 #define SCREEN_COLUMNS 80
 
+static const char s_exit_codes [] =
+    "exit codes: 0 ok, 1 refused by the daemon (the reason is printed), 2 usage,\n"
+    "            3 cannot connect (no daemon at the endpoint), 4 permission denied\n"
+    "            (the socket's group), 5 timed out after sending (the daemon may have\n"
+    "            applied it: check before repeating), 6 unreadable reply\n";
+
+//  Every verb: how it is written, what it does, its options. The admin
+//  protocol's verb table (proto/mx_admin.def) is what the daemon answers;
+//  this is how an operator types it.
+typedef struct {
+    mx_admin_t admin;
+    const char *name;           //  as "msgxctl help NAME" takes it
+    const char *synopsis;
+    const char *summary;
+    const char *details;
+    bool changes;               //  may change state: a timeout may have applied
+} s_verb_t;
+
+static const s_verb_t s_verbs [] = {
+    { MX_ADMIN_STATUS, "status", "status [--watch [--interval D]] [--json]",
+      "role, watermark and hole, FIFO head, counts by state, backlog, dependencies",
+      "  --watch        redraw every D until Ctrl-C, with a progress bar, rate and ETA\n"
+      "  --interval D   redraw period: 250ms, 1s, 2m (default 1s; 10ms .. 1h)\n"
+      "  --json         the daemon's reply as JSON (not with --watch)\n"
+      "Answered by a standby too.\n", false },
+    { MX_ADMIN_SHOW, "show", "show MSG_ID [--json]",
+      "a message's state row, raw XML, decoded summary and events",
+      "  MSG_ID         the mailbox ID (a positive integer)\n"
+      "  --json         the daemon's reply as JSON\n"
+      "Refused (exit 1) when the ID is in neither proc_state, its archive nor the mailbox.\n", false },
+    { MX_ADMIN_PAUSE, "pause", "pause [--json]",
+      "stop ingress and pump from claiming work",
+      "Messages under way finish; nothing new is claimed until resume. The instance\n"
+      "keeps its active role. Refused on a standby.\n", true },
+    { MX_ADMIN_RESUME, "resume", "resume [--json]",
+      "let ingress and pump claim work again",
+      "Refused on a standby.\n", true },
+    { MX_ADMIN_REPLAY, "replay", "replay --class C | --id N [N...] [--dry-run] [--yes] [--json]",
+      "move FAILED/DEAD messages back to PENDING",
+      "  --class C      every FAILED/DEAD row of class CODEC_ERROR, UNSUPPORTED, INFRA\n"
+      "                 or EXHAUSTED\n"
+      "  --id N [N...]  these message IDs\n"
+      "  --dry-run      list the rows and their flights; move nothing\n"
+      "  --yes          act (without it the daemon refuses and says so)\n"
+      "  --json         the daemon's reply as JSON\n"
+      "See also: replay --events (help replay-events).\n", true },
+    { MX_ADMIN_REPLAY_EVENTS, "replay-events", "replay --events --ids N[,N...] | --all [--dry-run] [--yes] [--json]",
+      "send DEAD outbox events again",
+      "  --ids N[,N...] these event IDs\n"
+      "  --all          every DEAD event\n"
+      "  --dry-run      list what would move; move nothing\n"
+      "  --yes          act (without it the daemon refuses and says so)\n"
+      "  --json         the daemon's reply as JSON\n"
+      "KAFKA:schd sends the newest state of each flight, carrying its older dead states.\n", true },
+    { MX_ADMIN_CUTOVER, "cutover", "cutover min|zero|max|ID [--json]",
+      "seed the watermark W on a fresh instance",
+      "  min            below the lowest mailbox ID: process everything in the mailbox\n"
+      "  zero           W = 0\n"
+      "  max            the highest mailbox ID: process only what arrives from now on\n"
+      "  ID             W = ID (a positive integer)\n"
+      "  --json         the daemon's reply as JSON\n"
+      "Refused unless the instance is fresh (W = 0 and proc_state empty).\n", true },
+    { MX_ADMIN_DEAD, "dead", "dead list [--events] [--limit N] [--json]",
+      "DEAD messages, or DEAD outbox events",
+      "  --events       the outbox's dead events instead of dead messages\n"
+      "  --limit N      at most N rows, oldest first (1 .. 10000, default 100)\n"
+      "  --json         the daemon's reply as JSON\n", false },
+    { MX_ADMIN_BACKFILL_RECOVER, "backfill", "backfill recover --all | --id N [N...] [--json]",
+      "re-arm abandoned processed marks for the sweep",
+      "  --all          every abandoned mark\n"
+      "  --id N [N...]  these message IDs\n"
+      "  --json         the daemon's reply as JSON\n", true },
+    { MX_ADMIN_REQUEST, "request", "request schedule --from T --to T | request reference LIST [--json]",
+      "ask the upstream for a schedule window or a reference list",
+      "  schedule       a schedule window; T as YYYY-MM-DDTHH:MM\n"
+      "  reference      a reference list by name, e.g. SLST\n"
+      "  --json         the daemon's reply as JSON\n"
+      "Registered in REQ_TRACK and sent once through COUTMSGS.\n", true },
+};
+#define VERB_COUNT (sizeof s_verbs / sizeof s_verbs [0])
+
+static const s_verb_t *
+s_verb_of (mx_admin_t admin)
+{
+    for (size_t i = 0; i < VERB_COUNT; i++)
+        if (s_verbs [i].admin == admin)
+            return &s_verbs [i];
+    return NULL;
+}
+
+static const s_verb_t *
+s_verb_named (const char *name)
+{
+    for (size_t i = 0; i < VERB_COUNT; i++)
+        if (strcmp (s_verbs [i].name, name) == 0)
+            return &s_verbs [i];
+    //  The words as typed: "dead list", "backfill recover", "replay --events".
+    if (strcmp (name, "backfill-recover") == 0)
+        return s_verb_of (MX_ADMIN_BACKFILL_RECOVER);
+    return NULL;
+}
+
 //  Why the last call failed, for a caller that shows it itself (watch).
-static char s_problem [256];
+static char s_problem [512];
 static bool s_quiet;
 
 static void
@@ -53,50 +165,115 @@ s_complain (const char *fmt, ...)
 static void
 s_usage (FILE *out)
 {
+    fprintf (out, "usage: msgxctl [--endpoint E] [--timeout MS] COMMAND [ARGS] [--json]\n"
+                  "       msgxctl help COMMAND | COMMAND --help\n"
+                  "commands:\n");
+    for (size_t i = 0; i < VERB_COUNT; i++)
+        fprintf (out, "  %s\n      %s\n", s_verbs [i].synopsis, s_verbs [i].summary);
     fprintf (out,
-        "usage: msgxctl [--endpoint E] [--timeout MS] COMMAND [ARGS] [--json]\n"
-        "commands:\n"
-        "  status [--watch [--interval D]]\n"
-        "                             role, watermark and hole, FIFO head, counts by state, backlog,\n"
-        "                             dependencies; --watch redraws every D (default 1s; e.g. 250ms)\n"
-        "                             with a progress bar, rate and ETA until Ctrl-C\n"
-        "  show MSG_ID                a message's state row, raw XML, decoded summary and events\n"
-        "  pause                      stop ingress and pump from claiming work\n"
-        "  resume                     let ingress and pump claim work again\n"
-        "  replay --class C | --id N [N...]  [--dry-run] [--yes]\n"
-        "                             move FAILED/DEAD rows of class CODEC_ERROR, UNSUPPORTED, INFRA\n"
-        "                             or EXHAUSTED back to PENDING (--dry-run lists them with their\n"
-        "                             flights; --yes acts)\n"
-        "  replay --events --ids N[,N...] | --all  [--dry-run] [--yes]\n"
-        "                             send DEAD outbox events again (KAFKA:schd: the newest state\n"
-        "                             of each flight, carrying its older dead states)\n"
-        "  cutover min|zero|max|ID    seed the watermark W on a fresh instance\n"
-        "  dead list [--events] [--limit N]   DEAD messages, or DEAD outbox events\n"
-        "  backfill recover --all | --id N [N...]   re-arm abandoned processed marks\n"
-        "  request schedule --from T --to T | request reference LIST\n"
-        "                             ask the upstream for a schedule window or a reference list\n"
         "options:\n"
         "  --endpoint E   daemon admin endpoint (default: $MSGX_ADMIN_ENDPOINT, else\n"
         "                 ipc://" PACKAGED_SOCKET " when it exists, else " DEFAULT_ENDPOINT ")\n"
         "  --timeout MS   how long to wait for the reply (default %d)\n"
-        "  --json         print the daemon's JSON reply as is\n"
+        "  --json         the daemon's reply as JSON, for any command\n"
         "  --version      print the version and exit\n"
-        "exit codes: 0 ok, 1 refused, 2 usage, 3 daemon unreachable\n", DEFAULT_TIMEOUT_MS);
+        "%s", DEFAULT_TIMEOUT_MS, s_exit_codes);
+}
+
+static void
+s_verb_help (FILE *out, const s_verb_t *verb)
+{
+    fprintf (out, "usage: msgxctl [--endpoint E] [--timeout MS] %s\n%s.\n%s%s", verb->synopsis,
+             verb->summary, verb->details, s_exit_codes);
+}
+
+//  A positive decimal integer up to max, digits only: no sign, blanks,
+//  suffix or overflow. Returns -1 for anything else.
+static int
+s_parse_count (const char *text, long long max, long long *value)
+{
+    if (!text || !*text || strspn (text, "0123456789") != strlen (text))
+        return -1;
+    errno = 0;
+    char *end = NULL;
+    long long parsed = strtoll (text, &end, 10);
+    if (errno || *end || parsed <= 0 || parsed > max)
+        return -1;
+    *value = parsed;
+    return 0;
+}
+
+//  The daemon's ipc socket, tried the way ZeroMQ will connect to it, so
+//  that "nobody there" and "not allowed" are told apart at once. Returns
+//  0 when it accepts a connection, else the exit code with a message.
+static int
+s_probe_ipc (const char *endpoint)
+{
+    const char *path = endpoint + strlen ("ipc://");
+    struct sockaddr_un address = { .sun_family = AF_UNIX };
+    if (*path == '@')
+        return 0;                       //  abstract: no file to ask about
+    if (strlen (path) >= sizeof address.sun_path) {
+        s_complain ("cannot connect: socket path too long: %s", path);
+        return EXIT_UNREACHABLE;
+    }
+    strcpy (address.sun_path, path);
+    int probe = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (probe < 0) {
+        s_complain ("cannot connect: %s", strerror (errno));
+        return EXIT_UNREACHABLE;
+    }
+    int rc = connect (probe, (struct sockaddr *) &address, sizeof address);
+    int error = errno;
+    close (probe);
+    if (rc == 0)
+        return 0;
+    if (error == EACCES || error == EPERM) {
+        s_complain ("permission denied on %s: run as root or as a member of the socket's group "
+                    "(msgx-admin in the package; ls -l shows it)", path);
+        return EXIT_DENIED;
+    }
+    if (error == ENOENT)
+        s_complain ("daemon unreachable: no socket at %s (is msgxd running? --endpoint or "
+                    "$MSGX_ADMIN_ENDPOINT names another)", endpoint);
+    else
+    if (error == ECONNREFUSED)
+        s_complain ("daemon unreachable: nothing listens on %s (a socket left by a stopped msgxd?)", endpoint);
+    else
+        s_complain ("daemon unreachable: cannot connect to %s: %s", endpoint, strerror (error));
+    return EXIT_UNREACHABLE;
+}
+
+//  True once the monitored socket completed a ZMTP handshake: from then on
+//  the request was on its way to the daemon.
+static bool
+s_handshake_seen (zsock_t *monitor)
+{
+    bool seen = false;
+    while (zsock_events (monitor) & ZMQ_POLLIN) {
+        zmsg_t *event = zmsg_recv (monitor);
+        zframe_t *first = event ? zmsg_first (event) : NULL;
+        if (first && zframe_size (first) >= 2) {
+            uint16_t id;
+            memcpy (&id, zframe_data (first), sizeof id);
+            if (id == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
+                seen = true;
+        }
+        zmsg_destroy (&event);
+    }
+    return seen;
 }
 
 //  Returns the exit code; *reply_p gets the payload on 0 or 1.
 static int
-s_call (const char *endpoint, int timeout_ms, const char *verb, const char *args, char **reply_p)
+s_call (const char *endpoint, int timeout_ms, const s_verb_t *verb, const char *wire_verb,
+        const char *args, char **reply_p)
 {
     *reply_p = NULL;
-    //  An ipc endpoint without its socket file has no daemon behind it;
-    //  say so at once instead of waiting for the timeout.
     if (strncmp (endpoint, "ipc://", 6) == 0) {
-        struct stat st;
-        if (stat (endpoint + 6, &st) != 0) {
-            s_complain ("daemon unreachable: no socket at %s (is msgxd running in that directory?)", endpoint);
-            return EXIT_UNREACHABLE;
-        }
+        int code = s_probe_ipc (endpoint);
+        if (code)
+            return code;
     }
     else
     if (strncmp (endpoint, "tcp://", 6) != 0) {
@@ -104,42 +281,64 @@ s_call (const char *endpoint, int timeout_ms, const char *verb, const char *args
         return EXIT_USAGE;
     }
     zsock_t *req = zsock_new (ZMQ_REQ);
-    if (!req) {
-        s_complain ("cannot create a socket");
+    zsock_t *monitor = zsock_new (ZMQ_PAIR);
+    char monitor_endpoint [64];
+    snprintf (monitor_endpoint, sizeof monitor_endpoint, "inproc://msgxctl-monitor-%d", (int) getpid ());
+    if (!req || !monitor
+    ||  zmq_socket_monitor (zsock_resolve (req), monitor_endpoint, ZMQ_EVENT_HANDSHAKE_SUCCEEDED) != 0
+    ||  zsock_connect (monitor, "%s", monitor_endpoint) != 0) {
+        s_complain ("cannot create a socket: %s", zmq_strerror (zmq_errno ()));
+        zsock_destroy (&monitor);
+        zsock_destroy (&req);
         return EXIT_UNREACHABLE;
     }
     zsock_set_linger (req, 0);
+    int code = 0;
     if (zsock_connect (req, "%s", endpoint) < 0) {
         s_complain ("cannot connect to %s: %s", endpoint, zmq_strerror (zmq_errno ()));
-        zsock_destroy (&req);
-        return EXIT_UNREACHABLE;
-    }
-    zstr_sendm (req, verb);
-    zstr_send (req, args);
-    zmq_pollitem_t item = { zsock_resolve (req), 0, ZMQ_POLLIN, 0 };
-    int rc = zmq_poll (&item, 1, timeout_ms);
-    if (rc <= 0) {
-        s_complain ("daemon unreachable: no reply from %s within %d ms", endpoint, timeout_ms);
-        zsock_destroy (&req);
-        return EXIT_UNREACHABLE;
-    }
-    char *verdict = NULL, *payload = NULL;
-    zstr_recvx (req, &verdict, &payload, NULL);
-    zsock_destroy (&req);
-    int code;
-    if (verdict && payload && strcmp (verdict, "OK") == 0)
-        code = 0;
-    else
-    if (verdict && payload && strcmp (verdict, "ERR") == 0)
-        code = EXIT_REFUSED;
-    else {
-        s_complain ("malformed reply from %s", endpoint);
         code = EXIT_UNREACHABLE;
     }
-    zstr_free (&verdict);
-    if (code == EXIT_UNREACHABLE)
-        zstr_free (&payload);
-    *reply_p = payload;
+    else {
+        zstr_sendm (req, wire_verb);
+        zstr_send (req, args);
+        zmq_pollitem_t item = { zsock_resolve (req), 0, ZMQ_POLLIN, 0 };
+        if (zmq_poll (&item, 1, timeout_ms) <= 0) {
+            if (!s_handshake_seen (monitor)) {
+                s_complain ("cannot connect: no reply from %s within %d ms and no connection made "
+                            "(is msgxd running there?)", endpoint, timeout_ms);
+                code = EXIT_UNREACHABLE;
+            }
+            else {
+                if (verb->changes)
+                    s_complain ("timed out: no reply from %s within %d ms after the request was sent; "
+                                "the daemon may have applied it: check (msgxctl status, the audit log) "
+                                "before repeating", endpoint, timeout_ms);
+                else
+                    s_complain ("timed out: no reply from %s within %d ms after the request was sent "
+                                "(a busy or stuck daemon; --timeout waits longer)", endpoint, timeout_ms);
+                code = EXIT_TIMEOUT;
+            }
+        }
+        else {
+            char *verdict = NULL, *payload = NULL;
+            zstr_recvx (req, &verdict, &payload, NULL);
+            if (verdict && payload && strcmp (verdict, "OK") == 0)
+                code = 0;
+            else
+            if (verdict && payload && strcmp (verdict, "ERR") == 0)
+                code = EXIT_REFUSED;
+            else {
+                s_complain ("unreadable reply from %s (not OK/ERR and a payload)", endpoint);
+                code = EXIT_BAD_REPLY;
+                zstr_free (&payload);
+            }
+            zstr_free (&verdict);
+            *reply_p = payload;
+        }
+    }
+    zmq_socket_monitor (zsock_resolve (req), NULL, 0);
+    zsock_destroy (&monitor);
+    zsock_destroy (&req);
     return code;
 }
 
@@ -585,7 +784,7 @@ s_watch_draw (s_watch_t *self, json_t *status, const char *endpoint)
         fflush (stdout);
         return;
     }
-    char line [512];            //  printed cut at 79 columns
+    char line [1024];           //  printed cut at 79 columns
     //  Clear the screen and go home; every line is cut at 79 columns.
     printf ("\033[H\033[2J");
     snprintf (line, sizeof line, "msgxctl status --watch  %s", endpoint);
@@ -624,7 +823,7 @@ s_watch_draw_unreachable (s_watch_t *self)
         fflush (stdout);
         return;
     }
-    char line [512];            //  printed cut at 79 columns
+    char line [1024];           //  printed cut at 79 columns
     //  Keep the last screen and say, at the bottom, that it is stale.
     printf ("\033[20;1H\033[J");
     snprintf (line, sizeof line, "daemon unreachable for %.0f s (last figures above): %s",
@@ -633,8 +832,8 @@ s_watch_draw_unreachable (s_watch_t *self)
     fflush (stdout);
 }
 
-//  Redraws until SIGINT or SIGTERM (exit 0); exit 3 if the daemon does
-//  not answer the first time.
+//  Redraws until SIGINT or SIGTERM (exit 0); the call's exit code if the
+//  daemon does not answer the first time.
 static int
 s_watch (const char *endpoint, int timeout_ms, long interval_ms, const char *args_text)
 {
@@ -654,14 +853,14 @@ s_watch (const char *endpoint, int timeout_ms, long interval_ms, const char *arg
     while (true) {
         char *reply = NULL;
         s_quiet = !first;
-        int rc = s_call (endpoint, timeout_ms, "status", args_text, &reply);
+        int rc = s_call (endpoint, timeout_ms, s_verb_of (MX_ADMIN_STATUS), "status", args_text, &reply);
         json_t *status = rc == 0 ? json_loads (reply, 0, NULL) : NULL;
         zstr_free (&reply);
         if (!status) {
             if (first) {
                 if (rc == 0)
-                    fprintf (stderr, "msgxctl: daemon sent invalid JSON\n");
-                code = rc == EXIT_USAGE ? EXIT_USAGE : EXIT_UNREACHABLE;
+                    fprintf (stderr, "msgxctl: unreadable reply: the daemon sent invalid JSON\n");
+                code = rc == 0 ? EXIT_BAD_REPLY : rc;
                 break;
             }
             if (self.unreachable_since == 0)
@@ -698,10 +897,9 @@ s_parse_event_ids (const char *list, json_t **ids)
     char *saved = NULL;
     size_t before = json_array_size (*ids);
     for (char *item = strtok_r (copy, ",", &saved); item; item = strtok_r (NULL, ",", &saved)) {
-        char *end = NULL;
-        long long id = strtoll (item, &end, 10);
-        if (!*item || *end || id <= 0) {
-            fprintf (stderr, "msgxctl: replay --events: '%s' is not an event ID\n", item);
+        long long id = 0;
+        if (s_parse_count (item, INT64_MAX, &id)) {
+            fprintf (stderr, "msgxctl: replay --events: '%s' is not an event ID (a positive integer)\n", item);
             rc = -1;
             break;
         }
@@ -745,10 +943,9 @@ s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_
         }
         else
         if (admin == MX_ADMIN_SHOW && arg [0] != '-' && !json_object_get (args, "msg_id")) {
-            char *end = NULL;
-            long long id = strtoll (arg, &end, 10);
-            if (!*arg || *end || id <= 0) {
-                fprintf (stderr, "msgxctl: show: '%s' is not a message ID\n", arg);
+            long long id = 0;
+            if (s_parse_count (arg, INT64_MAX, &id)) {
+                fprintf (stderr, "msgxctl: show: '%s' is not a message ID (a positive integer)\n", arg);
                 return -1;
             }
             json_object_set_new (args, "msg_id", json_integer (id));
@@ -761,10 +958,10 @@ s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_
             if (!ids)
                 ids = json_array ();
             while (i + 1 < argc && argv [i + 1][0] != '-') {
-                char *end = NULL;
-                long long id = strtoll (argv [++i], &end, 10);
-                if (!*argv [i] || *end || id <= 0) {
-                    fprintf (stderr, "msgxctl: replay: '%s' is not a message ID\n", argv [i]);
+                long long id = 0;
+                if (s_parse_count (argv [++i], INT64_MAX, &id)) {
+                    fprintf (stderr, "msgxctl: %s: '%s' is not a message ID (a positive integer)\n",
+                             s_verb_of (admin)->name, argv [i]);
                     json_decref (ids);
                     return -1;
                 }
@@ -789,14 +986,28 @@ s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_
         if ((admin == MX_ADMIN_REPLAY || admin == MX_ADMIN_REPLAY_EVENTS) && strcmp (arg, "--yes") == 0)
             json_object_set_new (args, "yes", json_true ());
         else
-        if (admin == MX_ADMIN_CUTOVER && arg [0] != '-' && !json_object_get (args, "watermark"))
+        if (admin == MX_ADMIN_CUTOVER && arg [0] != '-' && !json_object_get (args, "watermark")) {
+            long long id = 0;
+            if (strcmp (arg, "min") && strcmp (arg, "zero") && strcmp (arg, "max")
+            &&  s_parse_count (arg, INT64_MAX, &id)) {
+                fprintf (stderr, "msgxctl: cutover: '%s' is neither min, zero, max nor a mailbox ID\n", arg);
+                return -1;
+            }
             json_object_set_new (args, "watermark", json_string (arg));
+        }
         else
         if (admin == MX_ADMIN_DEAD && strcmp (arg, "--events") == 0)
             json_object_set_new (args, "events", json_true ());
         else
-        if (admin == MX_ADMIN_DEAD && strcmp (arg, "--limit") == 0 && i + 1 < argc && atoi (argv [i + 1]) > 0)
-            json_object_set_new (args, "limit", json_integer (atoi (argv [++i])));
+        if (admin == MX_ADMIN_DEAD && strcmp (arg, "--limit") == 0 && i + 1 < argc) {
+            long long limit = 0;
+            if (s_parse_count (argv [++i], DEAD_LIMIT_MAX, &limit)) {
+                fprintf (stderr, "msgxctl: dead list: --limit wants a number of rows from 1 to %d, not '%s'\n",
+                         DEAD_LIMIT_MAX, argv [i]);
+                return -1;
+            }
+            json_object_set_new (args, "limit", json_integer (limit));
+        }
         else
         if (admin == MX_ADMIN_BACKFILL_RECOVER && strcmp (arg, "--all") == 0)
             json_object_set_new (args, "all", json_true ());
@@ -812,14 +1023,15 @@ s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_
         &&  !json_object_get (args, "list"))
             json_object_set_new (args, "list", json_string (arg));
         else {
-            fprintf (stderr, "msgxctl: %s: unexpected argument '%s'\n", mx_admin_verb (admin), arg);
+            fprintf (stderr, "msgxctl: %s: unexpected argument '%s' (msgxctl help %s)\n",
+                     mx_admin_verb (admin), arg, s_verb_of (admin)->name);
             json_decref (ids);
             return -1;
         }
     }
     if (ids) {
         if (json_array_size (ids) == 0) {
-            fprintf (stderr, "msgxctl: replay: --id needs at least one message ID\n");
+            fprintf (stderr, "msgxctl: %s: --id needs at least one message ID\n", s_verb_of (admin)->name);
             json_decref (ids);
             return -1;
         }
@@ -858,6 +1070,85 @@ s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_
     return 0;
 }
 
+//  Human output of the verbs whose reply is a few fields.
+static void
+s_print_simple (mx_admin_t admin, json_t *reply)
+{
+    switch (admin) {
+        case MX_ADMIN_PAUSE:
+            printf ("pipeline paused: ingress and pump claim no new work (msgxctl resume continues)\n");
+            break;
+        case MX_ADMIN_RESUME:
+            printf ("pipeline running: ingress and pump claim work\n");
+            break;
+        case MX_ADMIN_CUTOVER:
+            printf ("watermark seeded: W=%" JSON_INTEGER_FORMAT " at %s\n",
+                    json_integer_value (json_object_get (reply, "w")),
+                    s_text (json_object_get (reply, "seeded_at"), "?"));
+            break;
+        case MX_ADMIN_BACKFILL_RECOVER:
+            printf ("%" JSON_INTEGER_FORMAT " abandoned mark(s) re-armed for the sweep\n",
+                    json_integer_value (json_object_get (reply, "rearmed")));
+            break;
+        case MX_ADMIN_REQUEST:
+            printf ("request %" JSON_INTEGER_FORMAT " registered: SEQN %" JSON_INTEGER_FORMAT ", %s\n",
+                    json_integer_value (json_object_get (reply, "id")),
+                    json_integer_value (json_object_get (reply, "seqn")),
+                    s_text (json_object_get (reply, "state"), "?"));
+            break;
+        default: {
+            char *text = json_dumps (reply, JSON_INDENT (2) | JSON_PRESERVE_ORDER);
+            printf ("%s\n", text);
+            free (text);
+        }
+    }
+}
+
+static void
+s_print_reply (mx_admin_t admin, json_t *payload, bool json_out)
+{
+    if (json_out) {
+        char *text = json_dumps (payload, JSON_INDENT (2) | JSON_PRESERVE_ORDER);
+        printf ("%s\n", text);
+        free (text);
+    }
+    else
+    if (admin == MX_ADMIN_STATUS)
+        s_print_status (payload);
+    else
+    if (admin == MX_ADMIN_REPLAY)
+        s_print_replay (payload);
+    else
+    if (admin == MX_ADMIN_REPLAY_EVENTS)
+        s_print_replay_events (payload);
+    else
+    if (admin == MX_ADMIN_DEAD)
+        s_print_dead (payload);
+    else
+    if (admin == MX_ADMIN_SHOW)
+        s_print_show (payload);
+    else
+        s_print_simple (admin, payload);
+}
+
+//  "msgxctl help [VERB]"; exit code.
+static int
+s_help (const char *name)
+{
+    if (!name) {
+        s_usage (stdout);
+        return 0;
+    }
+    const s_verb_t *verb = s_verb_named (name);
+    if (!verb) {
+        fprintf (stderr, "msgxctl: help: unknown command '%s'\n", name);
+        s_usage (stderr);
+        return EXIT_USAGE;
+    }
+    s_verb_help (stdout, verb);
+    return 0;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -879,9 +1170,8 @@ main (int argc, char **argv)
         switch (opt) {
             case 'e': endpoint = optarg; break;
             case 't': {
-                char *end = NULL;
-                long value = strtol (optarg, &end, 10);
-                if (!*optarg || *end || value <= 0 || value > 3600000) {
+                long long value = 0;
+                if (s_parse_count (optarg, 3600000, &value)) {
                     fprintf (stderr, "msgxctl: --timeout wants milliseconds between 1 and 3600000, not '%s'\n", optarg);
                     return EXIT_USAGE;
                 }
@@ -900,12 +1190,26 @@ main (int argc, char **argv)
         return EXIT_USAGE;
     }
     const char *verb = argv [optind++];
+    if (strcmp (verb, "help") == 0) {
+        if (optind + 1 < argc) {
+            fprintf (stderr, "msgxctl: help takes one command, e.g. msgxctl help replay\n");
+            return EXIT_USAGE;
+        }
+        return s_help (optind < argc ? argv [optind] : NULL);
+    }
+    bool help = false;
+    for (int i = optind; i < argc; i++)
+        if (strcmp (argv [i], "--help") == 0 || strcmp (argv [i], "-h") == 0)
+            help = true;
     //  Two-word commands: "dead list", "backfill recover", "request schedule|reference".
     if (strcmp (verb, "dead") == 0 || strcmp (verb, "backfill") == 0) {
         const char *sub = optind < argc ? argv [optind] : "";
         const char *want = strcmp (verb, "dead") == 0 ? "list" : "recover";
+        if (help)
+            return s_help (verb);
         if (strcmp (sub, want) != 0) {
-            fprintf (stderr, "msgxctl: '%s' needs '%s' (msgxctl %s %s ...)\n", verb, want, verb, want);
+            fprintf (stderr, "msgxctl: '%s' needs '%s' (msgxctl %s %s ...; msgxctl help %s)\n",
+                     verb, want, verb, want, verb);
             return EXIT_USAGE;
         }
         optind++;
@@ -918,16 +1222,22 @@ main (int argc, char **argv)
             if (strcmp (argv [i], "--events") == 0)
                 verb = "replay-events";
     mx_admin_t admin = mx_admin_lookup (verb);
-    if (admin == MX_ADMIN_UNKNOWN) {
+    if (admin == MX_ADMIN_UNKNOWN || !s_verb_of (admin)) {
         fprintf (stderr, "msgxctl: unknown command '%s'\n", verb);
         s_usage (stderr);
         return EXIT_USAGE;
+    }
+    const s_verb_t *about = s_verb_of (admin);
+    if (help) {
+        s_verb_help (stdout, about);
+        return 0;
     }
     json_t *args = json_object ();
     long watch_ms = 0;                  //  > 0: status --watch
     bool interval_only = false;
     if (s_parse_args (admin, argc - optind, argv + optind, args, &json_out, &watch_ms)) {
         json_decref (args);
+        fprintf (stderr, "usage: msgxctl %s\n", about->synopsis);
         return EXIT_USAGE;
     }
     for (int i = optind; i < argc; i++)
@@ -943,7 +1253,7 @@ main (int argc, char **argv)
         return EXIT_USAGE;
     }
     //  Who asked, for the audit log (the admin socket is private to the
-    //  daemon's user, so this is the peer's own account).
+    //  daemon's user and group, so this is the peer's own account).
     struct passwd *account = getpwuid (getuid ());
     json_object_set_new (args, "os_user", json_string (account ? account->pw_name : "unknown"));
     char *args_text = json_dumps (args, JSON_COMPACT);
@@ -956,35 +1266,17 @@ main (int argc, char **argv)
         return watch_code;
     }
     char *reply = NULL;
-    int code = s_call (endpoint, timeout_ms, verb, args_text, &reply);
+    int code = s_call (endpoint, timeout_ms, about, verb, args_text, &reply);
     free (args_text);
     if (code == 0) {
         json_error_t error;
         json_t *payload = json_loads (reply, 0, &error);
         if (!payload) {
-            fprintf (stderr, "msgxctl: daemon sent invalid JSON: %s\n", error.text);
-            code = EXIT_UNREACHABLE;
+            fprintf (stderr, "msgxctl: unreadable reply: the daemon sent invalid JSON (%s)\n", error.text);
+            code = EXIT_BAD_REPLY;
         }
         else
-        if (admin == MX_ADMIN_REPLAY && !json_out)
-            s_print_replay (payload);
-        else
-        if (admin == MX_ADMIN_REPLAY_EVENTS && !json_out)
-            s_print_replay_events (payload);
-        else
-        if (admin == MX_ADMIN_DEAD && !json_out)
-            s_print_dead (payload);
-        else
-        if (admin == MX_ADMIN_SHOW && !json_out)
-            s_print_show (payload);
-        else
-        if (json_out || admin != MX_ADMIN_STATUS) {
-            char *text = json_dumps (payload, JSON_INDENT (2) | JSON_PRESERVE_ORDER);
-            printf ("%s\n", text);
-            free (text);
-        }
-        else
-            s_print_status (payload);
+            s_print_reply (admin, payload, json_out);
         json_decref (payload);
     }
     else

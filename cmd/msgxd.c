@@ -20,6 +20,7 @@
 #include "mx_version.h"
 
 #define ACTOR "main"
+#define CONFIG_ACTOR "config"
 #define SHUTDOWN_LIMIT_S 5
 
 extern char **environ;
@@ -511,16 +512,20 @@ main (int argc, char **argv)
         return 2;
     }
 
+    //  From here on every line goes through mx_log: JSON lines, or the
+    //  journal when systemd connected stderr to it. Configuration problems
+    //  are lines like any other, so `journalctl -p err` and jq find them.
+    mx_log_set_journal (mx_log_fd_is_journal (STDERR_FILENO));
     zlist_t *errors = NULL, *warnings = NULL;
     mx_config_t *config = mx_config_load (config_path, environ, &errors, &warnings);
     for (char *line = warnings ? (char *) zlist_first (warnings) : NULL; line; line = (char *) zlist_next (warnings))
-        fprintf (stderr, "msgxd: config warning: %s\n", line);
+        mx_warn (CONFIG_ACTOR, "config warning: %s", line);
     zlist_destroy (&warnings);
     if (!config) {
         for (char *line = errors ? (char *) zlist_first (errors) : NULL; line; line = (char *) zlist_next (errors))
-            fprintf (stderr, "msgxd: config error: %s\n", line);
-        fprintf (stderr, "msgxd: refusing to start: %zu configuration problem%s\n",
-                 errors ? zlist_size (errors) : 0, errors && zlist_size (errors) == 1 ? "" : "s");
+            mx_error (CONFIG_ACTOR, "config error: %s", line);
+        mx_error (CONFIG_ACTOR, "refusing to start: %zu configuration problem%s",
+                  errors ? zlist_size (errors) : 0, errors && zlist_size (errors) == 1 ? "" : "s");
         zlist_destroy (&errors);
         return MX_EXIT_CONFIG;
     }
@@ -551,7 +556,7 @@ main (int argc, char **argv)
     signal (SIGPIPE, SIG_IGN);
     int signal_fd = signalfd (-1, &signals, SFD_CLOEXEC);
     if (signal_fd < 0) {
-        fprintf (stderr, "msgxd: signalfd: %s\n", strerror (errno));
+        mx_error (ACTOR, "signalfd: %s", strerror (errno));
         mx_config_destroy (&config);
         return 1;
     }

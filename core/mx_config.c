@@ -568,12 +568,6 @@ s_walk (s_walk_t *walk, zconfig_t *node, const char *prefix)
                        hint? " (did you mean '": "", hint? hint: "", hint? "'?)": "");
             }
             else
-            if (*value == '#')
-                //  zconfig reads "key =   # note" as the note itself.
-                s_add (walk->errors, "%s: key '%s' has a value starting with '#': write an empty "
-                       "value as \"\" before a comment (a value that really starts with '#' "
-                       "must come from the environment)", walk->path, key);
-            else
             if (walk->seen [idx])
                 s_add (walk->errors, "%s: key '%s' is set more than once", walk->path, key);
             else {
@@ -585,59 +579,141 @@ s_walk (s_walk_t *walk, zconfig_t *node, const char *prefix)
     }
 }
 
-//  Why ZPL line text does not parse, as far as we can tell.
-static const char *
-s_zpl_hint (const char *line)
+//  ZPL traps, checked line by line before zconfig reads the text: zconfig
+//  refuses some of them without saying where, reads others silently in a
+//  way the operator did not mean (a value cut at '#', a long line cut at
+//  S_MAX_LINE_BYTES). Each problem names the line and, at most, the key:
+//  never a value, which may be a secret.
+
+static bool
+s_zpl_name_char (char c)
 {
-    size_t spaces = strspn (line, " ");
-    if (line [spaces] == '\t')
-        return "indent with spaces, not tabs";
-    if (spaces % 4)
-        return "indent in steps of 4 spaces";
-    if (line [spaces] == '/')
-        return "a name cannot start with '/'";
-    const char *equals = strchr (line, '=');
-    if (equals) {
-        const char *value = equals + 1;
-        while (*value == ' ' || *value == '\t')
-            value++;
-        if ((*value == '"' || *value == '\'') && !strchr (value + 1, *value))
-            return "missing closing quote";
-        if (*value == '"' || *value == '\'')
-            return "nothing but a comment may follow a quoted value";
-    }
-    return "expected 'name = value' or a section name, one level (4 spaces) deeper at most";
+    //  zconfig's name characters.
+    return isalnum ((unsigned char) c) || (c && strchr ("$-_@.&+/", c));
 }
 
-//  zconfig says only "no"; find the first line at which a prefix of the
-//  text stops parsing, so the message can name it.
+typedef struct {
+    const char *path;
+    int lineno;
+    char name [128];            //  the key of the line, for the message
+    zlist_t *errors;
+} s_zpl_line_t;
+
 static void
-s_report_zpl_error (const char *path, char *text, zlist_t *errors)
+s_zpl_refuse (s_zpl_line_t *line, const char *hint)
 {
-    int lineno = 0;
-    char *line = text;
-    while (*line) {
-        lineno++;
-        char *eoln = strchr (line, '\n');
-        char *next = eoln? eoln + 1: line + strlen (line);
-        char saved = *next;
-        *next = '\0';
-        zconfig_t *prefix = zconfig_str_load (text);
-        *next = saved;
-        if (!prefix) {
-            if (eoln)
-                *eoln = '\0';
-            size_t length = strlen (line);
-            if (length && line [length - 1] == '\r')
-                line [length - 1] = '\0';
-            s_add (errors, "config file %s line %d is not valid ZPL (%s): %s",
-                   path, lineno, s_zpl_hint (line), line);
-            return;
-        }
-        zconfig_destroy (&prefix);
-        line = next;
+    if (*line->name)
+        s_add (line->errors, "config file %s line %d (key '%s') is not valid ZPL: %s",
+               line->path, line->lineno, line->name, hint);
+    else
+        s_add (line->errors, "config file %s line %d is not valid ZPL: %s", line->path, line->lineno, hint);
+}
+
+//  The value part of "name = value" (text after '='); false with a message
+//  if ZPL would read it otherwise than it looks.
+static bool
+s_zpl_check_value (s_zpl_line_t *line, const char *value, size_t length)
+{
+    while (length && (*value == ' ' || *value == '\t')) {
+        value++;
+        length--;
     }
-    s_add (errors, "config file %s: not valid ZPL", path);
+    if (length && (*value == '"' || *value == '\'')) {
+        const char *close = memchr (value + 1, *value, length - 1);
+        if (!close) {
+            s_zpl_refuse (line, "missing closing quote (is the line cut short?)");
+            return false;
+        }
+        const char *rest = close + 1, *end = value + length;
+        while (rest < end && (*rest == ' ' || *rest == '\t'))
+            rest++;
+        if (rest < end && *rest != '#') {
+            s_zpl_refuse (line, "nothing but a comment may follow a quoted value");
+            return false;
+        }
+        return true;
+    }
+    if (length && *value == '#') {
+        s_zpl_refuse (line, "the value starts with '#', which ZPL reads ambiguously: quote a value "
+                            "that starts with '#' (key = \"#...\"), and write an empty value before "
+                            "a comment as key = \"\"");
+        return false;
+    }
+    for (size_t i = 1; i < length; i++)
+        if (value [i] == '#' && value [i - 1] != ' ' && value [i - 1] != '\t') {
+            s_zpl_refuse (line, "'#' inside an unquoted value starts a comment, so ZPL cuts the value "
+                                "there: quote the whole value (key = \"...\")");
+            return false;
+        }
+    return true;
+}
+
+//  Every problem of the text, one error each; returns how many.
+static size_t
+s_zpl_check (const char *path, const char *text, zlist_t *errors)
+{
+    size_t before = zlist_size (errors);
+    s_zpl_line_t line = { .path = path, .errors = errors };
+    int level = 0;                      //  of the last name line
+    for (const char *at = text; *at; ) {
+        line.lineno++;
+        line.name [0] = 0;
+        size_t length = strcspn (at, "\n");
+        const char *next = at + length + (at [length] == '\n');
+        if (length && at [length - 1] == '\r')
+            length--;
+        if (length > S_MAX_LINE_BYTES) {
+            s_add (errors, "config file %s line %d is longer than %d characters: ZPL would cut it "
+                   "there; set a longer value through the environment (msgxd --config-reference "
+                   "names each key's variable)", path, line.lineno, S_MAX_LINE_BYTES);
+            at = next;
+            continue;
+        }
+        size_t spaces = strspn (at, " ");
+        const char *body = at + spaces;
+        size_t rest = length - spaces;
+        size_t blank = strspn (body, " \t");
+        if (blank >= rest || body [blank] == '#') {
+            //  Blank or comment; zconfig holds a comment to the indentation
+            //  rule too, but only when it is indented by spaces.
+            if (blank < rest && spaces % 4 && body [0] != '\t')
+                s_zpl_refuse (&line, "indent in steps of 4 spaces (this comment line is not)");
+            at = next;
+            continue;
+        }
+        size_t name_length = 0;
+        while (name_length < rest && s_zpl_name_char (body [name_length]))
+            name_length++;
+        if (name_length > 0 && name_length < sizeof line.name)
+            snprintf (line.name, sizeof line.name, "%.*s", (int) name_length, body);
+        if (*body == '\t')
+            s_zpl_refuse (&line, "indent with spaces, not tabs (4 spaces per level)");
+        else
+        if (spaces % 4)
+            s_zpl_refuse (&line, "indent in steps of 4 spaces per level, not 2 or 3");
+        else
+        if ((int) spaces / 4 > level + 1)
+            s_zpl_refuse (&line, "indented more than one level (4 spaces) deeper than the section above");
+        else
+        if (name_length == 0)
+            s_zpl_refuse (&line, "expected 'name = value' or a section name");
+        else {
+            const char *after = body + name_length, *end = body + rest;
+            while (after < end && (*after == ' ' || *after == '\t'))
+                after++;
+            if (after == end || *after == '#')
+                level = (int) spaces / 4;           //  a section
+            else
+            if (*after != '=')
+                s_zpl_refuse (&line, "expected 'name = value' or a section name (names are letters, "
+                                     "digits and $-_@.&+/)");
+            else
+            if (s_zpl_check_value (&line, after + 1, (size_t) (end - after - 1)))
+                level = (int) spaces / 4;
+        }
+        at = next;
+    }
+    return zlist_size (errors) - before;
 }
 
 //  Whole file as a string, or NULL with one error line.
@@ -678,18 +754,6 @@ s_read_file (const char *path, zlist_t *errors)
         free (text);
         return NULL;
     }
-    //  zconfig silently cuts longer lines; a cut conninfo must not pass.
-    int lineno = 1;
-    for (const char *line = text; *line; lineno++) {
-        size_t length = strcspn (line, "\n");
-        if (length > S_MAX_LINE_BYTES) {
-            s_add (errors, "config file %s line %d is longer than %d characters",
-                   path, lineno, S_MAX_LINE_BYTES);
-            free (text);
-            return NULL;
-        }
-        line += length + (line [length] == '\n');
-    }
     return text;
 }
 
@@ -699,11 +763,17 @@ s_load_file (mx_config_t *self, const char *path, zlist_t *errors)
     char *text = s_read_file (path, errors);
     if (!text)
         return -1;
+    if (s_zpl_check (path, text, errors) > 0) {
+        free (text);
+        return -1;
+    }
     //  zconfig's own parser; not zconfig_load, which leaks its file handle
     //  when the text does not parse (czmq 4.2.1).
     zconfig_t *root = zconfig_str_load (text);
     if (!root) {
-        s_report_zpl_error (path, text, errors);
+        //  The checks above know every rule zconfig applies; this is a
+        //  rule they miss, so say what little is known.
+        s_add (errors, "config file %s is not valid ZPL", path);
         free (text);
         return -1;
     }

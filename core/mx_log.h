@@ -1,18 +1,35 @@
-/*  mx_log - JSON-lines logging that never blocks an actor.
+/*  mx_log - logging that never blocks an actor.
 
-    Each call formats one JSON object ({"ts","level","actor","msg",...fields})
-    and hands it to a bounded in-memory queue; a writer thread drains the
-    queue to the sink (stderr by default). When the queue is full the line is
-    dropped and counted instead of waiting for a slow or broken sink.
-    Before mx_log_start (unit tests, early start-up) lines go straight to the
-    sink synchronously.
+    Each call formats one line and hands it to a bounded in-memory queue; a
+    writer thread drains the queue to the sink. When the queue is full the
+    line is dropped and counted instead of waiting for a slow or broken sink.
+    Before mx_log_start (unit tests, early start-up, configuration errors)
+    lines go straight to the sink synchronously.
+
+    Two sinks:
+    - JSON lines ({"ts","level","actor","msg",...fields}) on a descriptor
+      (stderr by default): every line is one valid JSON object.
+    - the systemd journal's native protocol, chosen when the descriptor is
+      the stream systemd connected to the journal ($JOURNAL_STREAM): the
+      text as MESSAGE, the level as PRIORITY (error 3, warn 4, info 6,
+      debug 7), the actor as ACTOR and every field upper-cased (msg_id as
+      MSG_ID, flid as FLID, error_class as ERROR_CLASS, ...).
+
+    The text of a line is kept whole up to MX_LOG_MESSAGE_MAX bytes; a
+    longer one is cut on a UTF-8 character boundary and ends with
+    MX_LOG_CUT_MARKER and its full size. Bytes that are not UTF-8 are
+    written as \xNN, so the rest of the line survives.
 */
 #ifndef MX_LOG_H_INCLUDED
 #define MX_LOG_H_INCLUDED
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <jansson.h>
+
+#define MX_LOG_MESSAGE_MAX 16384
+#define MX_LOG_CUT_MARKER " [cut: "
 
 typedef enum {
     MX_LOG_DEBUG = 0,
@@ -20,6 +37,13 @@ typedef enum {
     MX_LOG_WARN,
     MX_LOG_ERROR
 } mx_log_level_t;
+
+//  True when fd is the stream systemd connected to the journal for this
+//  process: $JOURNAL_STREAM names its device and inode.
+bool mx_log_fd_is_journal (int fd);
+//  Native journal entries (true) or JSON lines (false, the default). Set it
+//  before the first line.
+void mx_log_set_journal (bool journal);
 
 //  Start the writer thread on fd with room for queue_lines lines.
 int mx_log_start (int fd, size_t queue_lines);
@@ -30,7 +54,7 @@ void mx_log_set_level (mx_log_level_t level);
 //  "debug" | "info" | "warn" | "error"; returns -1 for anything else.
 int mx_log_level_parse (const char *text, mx_log_level_t *level);
 
-//  Lines dropped because the queue was full.
+//  Lines dropped because the queue was full or the journal refused them.
 uint64_t mx_log_dropped (void);
 
 //  Log msg (printf-style) for actor. fields, if not NULL, is a JSON object

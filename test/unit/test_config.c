@@ -591,7 +591,7 @@ test_unknown_and_duplicate_keys (void **state)
     path = s_write ("comment.zpl", "msgx.kafka.bootstrap-servers =     # none\n");
     config = mx_config_load (path, s_no_env, &errors, NULL);
     assert_null (config);
-    assert_true (s_has (errors, path, "msgx.kafka.bootstrap-servers", "starting with '#'", NULL));
+    assert_true (s_has (errors, path, "line 1", "msgx.kafka.bootstrap-servers", "starts with '#'", NULL));
     zlist_destroy (&errors);
     s_remove (&path);
 
@@ -642,7 +642,69 @@ test_unparsable_file (void **state)
     zstr_free (&long_line);
     config = mx_config_load (path, s_no_env, &errors, NULL);
     assert_null (config);
-    assert_true (s_has (errors, path, "line 1 is longer than 1024 characters", NULL));
+    assert_true (s_has (errors, path, "line 1 is longer than 1024 characters", "environment", NULL));
+    assert_false (s_has (errors, "options=0", NULL));
+    zlist_destroy (&errors);
+    s_remove (&path);
+}
+
+//  The traps an operator falls into: each refused with its line, the key at
+//  most and a hint; the value (maybe a secret) never appears.
+static void
+test_zpl_traps_name_the_line_never_the_value (void **state)
+{
+    (void) state;
+    struct {
+        const char *text;
+        const char *line;
+        const char *hint;
+    } traps [] = {
+        //  Two-space indentation, as in YAML.
+        { "mailbox\n  shared-mysql\n    password = s3cret\n", "line 2", "steps of 4 spaces" },
+        { "mailbox\n    shared-mysql\n\tpassword = s3cret\n", "line 3", "spaces, not tabs" },
+        { "mailbox\n        shared-mysql.password = s3cret\n", "line 2", "one level" },
+        { "# a comment\n   # misplaced\nmsgx.profile = dev\n", "line 2", "steps of 4 spaces" },
+        //  '#' cuts an unquoted value: "s3c" would be read.
+        { "mailbox.shared-mysql.password = s3c#ret\n", "line 1", "quote the whole value" },
+        { "mailbox.shared-mysql.password = #s3cret\n", "line 1", "starts with '#'" },
+        //  A line cut short inside its quotes.
+        { "msgx.profile = dev\nmailbox.shared-mysql.password = \"s3cret\n", "line 2", "missing closing quote" },
+        { "mailbox.shared-mysql.password = \"s3\" cret\n", "line 1", "may follow a quoted value" },
+        { "mailbox.shared-mysql.password: s3cret\n", "line 1", "expected 'name = value'" },
+        { "msgx.profile = dev\r\nmailbox.shared-mysql.password s3cret\r\n", "line 2", "expected 'name = value'" },
+    };
+    for (size_t i = 0; i < sizeof traps / sizeof traps [0]; i++) {
+        char *path = s_write ("trap.zpl", traps [i].text);
+        zlist_t *errors = NULL;
+        mx_config_t *config = mx_config_load (path, s_no_env, &errors, NULL);
+        assert_null (config);
+        if (!s_has (errors, path, traps [i].line, traps [i].hint, NULL)) {
+            s_dump (errors);
+            fail_msg ("trap %zu: no '%s' with '%s'", i, traps [i].line, traps [i].hint);
+        }
+        if (s_has (errors, "s3c", NULL) || s_has (errors, "cret", NULL)) {
+            s_dump (errors);
+            fail_msg ("trap %zu: the value appears in a message", i);
+        }
+        zlist_destroy (&errors);
+        s_remove (&path);
+    }
+
+    //  What the hints say to write is read as meant.
+    char *path = s_write ("quoted.zpl",
+        "mailbox\n"
+        "    shared-mysql\n"
+        "        password = \"#s3c#ret\"   # a comment\n"
+        "msgx.kafka.bootstrap-servers = \"\"   # none\n"
+        "msgx.profile = dev # a comment after a space\n");
+    zlist_t *errors = NULL;
+    mx_config_t *config = mx_config_load (path, s_no_env, &errors, NULL);
+    s_dump (errors);
+    assert_non_null (config);
+    assert_string_equal (config->mailbox_shared_mysql_password, "#s3c#ret");
+    assert_string_equal (config->kafka_bootstrap_servers, "");
+    assert_string_equal (config->profile, "dev");
+    mx_config_destroy (&config);
     zlist_destroy (&errors);
     s_remove (&path);
 
@@ -809,6 +871,7 @@ main (void)
         cmocka_unit_test_setup_teardown (test_all_problems_together, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_unknown_and_duplicate_keys, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_unparsable_file, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_zpl_traps_name_the_line_never_the_value, s_setup, s_teardown),
         cmocka_unit_test (test_environment),
         cmocka_unit_test (test_to_json),
         cmocka_unit_test (test_print_reference),
