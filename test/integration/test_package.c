@@ -251,10 +251,10 @@ test_installed_msgxd_runs_as_msgx_and_msgx_admin_members_use_msgxctl (void **sta
     json_decref (status);
     free (out);
 
-    //  Anyone else is not let in.
+    //  Anyone else is not let in, and told why.
     const char *outsider [] = { "setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--",
                                 "/usr/bin/msgxctl", "--timeout", "500", "status", NULL };
-    free (s_run (outsider, NULL, 3, WAIT_MS));
+    free (s_run (outsider, NULL, 4, WAIT_MS));
 
     //  The gauge names the same version and commit as --version.
     char *head = NULL, *body = NULL;
