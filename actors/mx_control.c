@@ -610,24 +610,33 @@ s_admin_dead (s_control_t *self, zframe_t **identity, json_t *args)
 {
     bool events = json_is_true (json_object_get (args, "events"));
     json_int_t limit = json_integer_value (json_object_get (args, "limit"));
-    char limit_text [24];
+    json_int_t after = json_integer_value (json_object_get (args, "after"));
+    char limit_text [24], after_text [24];
     snprintf (limit_text, sizeof limit_text, "%" JSON_INTEGER_FORMAT, limit > 0 && limit <= 10000 ? limit : 100);
+    //  Paging: the rows above the last ID of the previous page.
+    snprintf (after_text, sizeof after_text, "%" JSON_INTEGER_FORMAT, after > 0 ? after : 0);
     char *error = NULL;
     if (!self->status_conn)
         self->status_conn = mx_pg_connect (self->config->pg_conninfo, "msgxd-status",
                                            self->config->pg_statement_timeout, &error);
     PGresult *res = NULL;
-    const char *params [] = { limit_text };
+    const char *params [] = { limit_text, after_text };
+    //  One statement: the page and the total it is part of, as one snapshot.
     if (!self->status_conn
     ||  mx_pg_exec (self->status_conn, events
-            ? "SELECT coalesce (json_agg (r ORDER BY r.event_id), '[]')::text FROM ("
+            ? "SELECT coalesce (json_agg (r ORDER BY r.event_id), '[]')::text,"
+              " (SELECT count(*) FROM msg_event WHERE state = 'DEAD'),"
+              " (SELECT count(*) FROM msg_event WHERE state = 'DEAD' AND event_id > $2::bigint) FROM ("
               " SELECT event_id, target, flid, state_version, msg_id, event_type, attempts, last_error,"
-              " created_at FROM msg_event WHERE state = 'DEAD' ORDER BY event_id LIMIT $1::bigint) r"
-            : "SELECT coalesce (json_agg (r ORDER BY r.msg_id), '[]')::text FROM ("
+              " created_at FROM msg_event WHERE state = 'DEAD' AND event_id > $2::bigint"
+              " ORDER BY event_id LIMIT $1::bigint) r"
+            : "SELECT coalesce (json_agg (r ORDER BY r.msg_id), '[]')::text,"
+              " (SELECT count(*) FROM proc_state WHERE state = 'DEAD'),"
+              " (SELECT count(*) FROM proc_state WHERE state = 'DEAD' AND msg_id > $2::bigint) FROM ("
               " SELECT msg_id, msg_type AS type, msg_styp AS styp, error_class, last_error, attempts,"
               " finished_at, backfill_at IS NOT NULL AS marked, backfill_abandoned_reason AS mark_abandoned"
-              " FROM proc_state WHERE state = 'DEAD' ORDER BY msg_id LIMIT $1::bigint) r",
-            1, params, &res, &error)) {
+              " FROM proc_state WHERE state = 'DEAD' AND msg_id > $2::bigint ORDER BY msg_id LIMIT $1::bigint) r",
+            2, params, &res, &error)) {
         char *why = zsys_sprintf ("cannot read the dead rows: %s", error ? error : "no connection");
         s_admin_reply (self, identity, "ERR", why);
         free (why);
@@ -637,9 +646,14 @@ s_admin_dead (s_control_t *self, zframe_t **identity, json_t *args)
         return;
     }
     json_t *rows = json_loads (PQgetvalue (res, 0, 0), 0, NULL);
+    json_int_t total = strtoll (PQgetvalue (res, 0, 1), NULL, 10);
+    json_int_t above = strtoll (PQgetvalue (res, 0, 2), NULL, 10);
     PQclear (res);
-    s_admin_reply_json (self, identity, json_pack ("{s:s,s:o}", "kind", events ? "events" : "messages",
-                                                   "rows", rows ? rows : json_array ()));
+    if (!rows)
+        rows = json_array ();
+    bool more = above > (json_int_t) json_array_size (rows);
+    s_admin_reply_json (self, identity, json_pack ("{s:s,s:o,s:I,s:b}", "kind", events ? "events" : "messages",
+                                                   "rows", rows, "total", total, "more", more));
 }
 
 //  The decoded summary of a raw message: envelope, kind, identity and

@@ -104,11 +104,13 @@ static const s_verb_t s_verbs [] = {
       "  ID             W = ID (a positive integer)\n"
       "  --json         the daemon's reply as JSON\n"
       "Refused unless the instance is fresh (W = 0 and proc_state empty).\n", true },
-    { MX_ADMIN_DEAD, "dead", "dead list [--events] [--limit N] [--json]",
+    { MX_ADMIN_DEAD, "dead", "dead list [--events] [--limit N] [--after ID] [--json]",
       "DEAD messages, or DEAD outbox events",
       "  --events       the outbox's dead events instead of dead messages\n"
       "  --limit N      at most N rows, oldest first (1 .. 10000, default 100)\n"
-      "  --json         the daemon's reply as JSON\n", false },
+      "  --after ID     the rows above ID: the next page after a list that ended at ID\n"
+      "  --json         the daemon's reply as JSON (total counts every DEAD row)\n"
+      "The last line says how many of how many, and the command for the next page.\n", false },
     { MX_ADMIN_BACKFILL_RECOVER, "backfill", "backfill recover --all | --id N [N...] [--json]",
       "re-arm abandoned processed marks for the sweep",
       "  --all          every abandoned mark\n"
@@ -470,7 +472,18 @@ s_print_dead (json_t *reply)
                     s_text (json_object_get (row, "last_error"), "-"));
         }
     }
-    printf ("%zu %s\n", json_array_size (rows), events ? "dead event(s)" : "dead message(s)");
+    json_int_t total = json_integer_value (json_object_get (reply, "total"));
+    size_t shown = json_array_size (rows);
+    const char *what = events ? "dead event(s)" : "dead message(s)";
+    if ((json_int_t) shown == total)
+        printf ("%zu %s\n", shown, what);
+    else
+        printf ("%zu of %" JSON_INTEGER_FORMAT " %s\n", shown, total, what);
+    if (shown > 0 && json_is_true (json_object_get (reply, "more"))) {
+        json_t *last = json_array_get (rows, shown - 1);
+        printf ("more: msgxctl dead list%s --after %" JSON_INTEGER_FORMAT "\n", events ? " --events" : "",
+                json_integer_value (json_object_get (last, events ? "event_id" : "msg_id")));
+    }
 }
 
 static void
@@ -1007,6 +1020,16 @@ s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_
                 return -1;
             }
             json_object_set_new (args, "limit", json_integer (limit));
+        }
+        else
+        if (admin == MX_ADMIN_DEAD && strcmp (arg, "--after") == 0 && i + 1 < argc) {
+            long long after = 0;
+            if (s_parse_count (argv [++i], INT64_MAX, &after)) {
+                fprintf (stderr, "msgxctl: dead list: --after wants the last ID of the previous page, not '%s'\n",
+                         argv [i]);
+                return -1;
+            }
+            json_object_set_new (args, "after", json_integer (after));
         }
         else
         if (admin == MX_ADMIN_BACKFILL_RECOVER && strcmp (arg, "--all") == 0)

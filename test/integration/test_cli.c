@@ -14,6 +14,7 @@
 
 #include <czmq.h>
 #include <jansson.h>
+#include <libpq-fe.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -200,6 +201,7 @@ test_every_verb_refuses_bad_arguments (void **state)
         { { "dead", "list", "--limit", "10001" }, "--limit wants a number of rows" },
         { { "dead", "list", "--limit", "-1" }, "--limit wants a number of rows" },
         { { "dead", "list", "--limit" }, "unexpected argument '--limit'" },
+        { { "dead", "list", "--after", "x" }, "--after wants the last ID of the previous page" },
         { { "backfill" }, "'backfill' needs 'recover'" },
         { { "backfill", "recover" }, "exactly one of --all or --id N" },
         { { "backfill", "recover", "--id", "0x10" }, "'0x10' is not a message ID" },
@@ -474,9 +476,43 @@ test_human_and_json_output_from_a_running_daemon (void **state)
             free (err);
         }
     }
+    //  dead list pages: how many of how many, and the command for the next
+    //  page while rows follow.
+    PGconn *conn = PQconnectdb (mx_testpg_conninfo (pg));
+    assert_int_equal (PQstatus (conn), CONNECTION_OK);
+    mx_testpg_exec (conn, "INSERT INTO proc_state (msg_id, state, msg_type, msg_styp, error_class, last_error)"
+                          " SELECT id, 'DEAD', 'SCHS', 'DNLD', 'UNSUPPORTED', 'not handled'"
+                          " FROM generate_series (5, 7) id");
+    char *out = NULL, *err = NULL;
+    const char *first [] = { "--endpoint", endpoint, "dead", "list", "--limit", "2", NULL };
+    assert_int_equal (s_ctl (fx, first, &out, &err), 0);
+    assert_non_null (strstr (out, "\n5 "));
+    assert_non_null (strstr (out, "\n6 "));
+    assert_non_null (strstr (out, "2 of 3 dead message(s)\nmore: msgxctl dead list --after 6\n"));
+    free (out);
+    free (err);
+    const char *next [] = { "--endpoint", endpoint, "dead", "list", "--limit", "2", "--after", "6", NULL };
+    assert_int_equal (s_ctl (fx, next, &out, &err), 0);
+    assert_null (strstr (out, "\n6 "));
+    assert_non_null (strstr (out, "\n7 "));
+    assert_non_null (strstr (out, "1 of 3 dead message(s)\n"));
+    assert_null (strstr (out, "more:"));
+    free (out);
+    free (err);
+    const char *all_json [] = { "--endpoint", endpoint, "--json", "dead", "list", NULL };
+    assert_int_equal (s_ctl (fx, all_json, &out, &err), 0);
+    json_t *page = json_loads (out, 0, NULL);
+    assert_non_null (page);
+    assert_int_equal (json_array_size (json_object_get (page, "rows")), 3);
+    assert_int_equal (json_integer_value (json_object_get (page, "total")), 3);
+    assert_true (json_is_false (json_object_get (page, "more")));
+    json_decref (page);
+    free (out);
+    free (err);
+    PQfinish (conn);
+
     //  Refused by the daemon itself: 1 with its reason.
     const char *show [] = { "--endpoint", endpoint, "show", "424242", NULL };
-    char *out = NULL, *err = NULL;
     assert_int_equal (s_ctl (fx, show, &out, &err), 1);
     assert_non_null (strstr (err, "show refused:"));
     free (out);
