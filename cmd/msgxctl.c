@@ -1093,6 +1093,14 @@ s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_
     return 0;
 }
 
+static void
+s_print_json (json_t *reply)
+{
+    char *text = json_dumps (reply, JSON_INDENT (2) | JSON_PRESERVE_ORDER);
+    printf ("%s\n", text);
+    free (text);
+}
+
 //  Human output of the verbs whose reply is a few fields.
 static void
 s_print_simple (mx_admin_t admin, json_t *reply)
@@ -1119,22 +1127,16 @@ s_print_simple (mx_admin_t admin, json_t *reply)
                     json_integer_value (json_object_get (reply, "seqn")),
                     s_text (json_object_get (reply, "state"), "?"));
             break;
-        default: {
-            char *text = json_dumps (reply, JSON_INDENT (2) | JSON_PRESERVE_ORDER);
-            printf ("%s\n", text);
-            free (text);
-        }
+        default:
+            s_print_json (reply);
     }
 }
 
 static void
 s_print_reply (mx_admin_t admin, json_t *payload, bool json_out)
 {
-    if (json_out) {
-        char *text = json_dumps (payload, JSON_INDENT (2) | JSON_PRESERVE_ORDER);
-        printf ("%s\n", text);
-        free (text);
-    }
+    if (json_out)
+        s_print_json (payload);
     else
     if (admin == MX_ADMIN_STATUS)
         s_print_status (payload);
