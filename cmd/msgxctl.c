@@ -284,8 +284,11 @@ s_call (const char *endpoint, int timeout_ms, const s_verb_t *verb, const char *
     }
     zsock_t *req = zsock_new (ZMQ_REQ);
     zsock_t *monitor = zsock_new (ZMQ_PAIR);
+    //  A fresh name per call: status --watch calls again while the last
+    //  monitor may still be closing.
+    static unsigned calls = 0;
     char monitor_endpoint [64];
-    snprintf (monitor_endpoint, sizeof monitor_endpoint, "inproc://msgxctl-monitor-%d", (int) getpid ());
+    snprintf (monitor_endpoint, sizeof monitor_endpoint, "inproc://msgxctl-monitor-%u", ++calls);
     if (!req || !monitor
     ||  zmq_socket_monitor (zsock_resolve (req), monitor_endpoint, ZMQ_EVENT_HANDSHAKE_SUCCEEDED) != 0
     ||  zsock_connect (monitor, "%s", monitor_endpoint) != 0) {
