@@ -5,5 +5,5 @@ mx_add_test(test_cli SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_cli.c LIBS PkgConfig
 add_dependencies(test_cli msgxd msgxctl)
 # msgxd's log lines: the text limit, UTF-8, configuration problems as JSON,
 # and native journal entries read back from a private systemd-journald.
-mx_add_test(test_journal SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_journal.c LIBS mx_core PkgConfig::JANSSON PkgConfig::SYSTEMD LABELS integration)
+mx_add_test(test_journal SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_journal.c LIBS mx_core PkgConfig::JANSSON PkgConfig::PQ PkgConfig::SYSTEMD LABELS integration)
 add_dependencies(test_journal msgxd)

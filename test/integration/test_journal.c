@@ -16,7 +16,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <czmq.h>
 #include <jansson.h>
+#include <libpq-fe.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -323,11 +325,10 @@ s_get (json_t *entry, const char *field)
     return value;
 }
 
-//  msgxd started the way systemd starts it (stderr on a journal stream,
-//  $JOURNAL_STREAM naming it) with a bad configuration: its ERROR lines are
-//  native entries at priority 3, not text on the stream.
-static void
-s_run_msgxd_on_a_journal_stream (void)
+//  msgxd started the way systemd starts it: stderr on a journal stream,
+//  $JOURNAL_STREAM naming it, and only the variables of env.
+static pid_t
+s_spawn_on_journal (char *const *env)
 {
     int stream = sd_journal_stream_fd ("msgxd", LOG_INFO, 0);
     if (stream < 0)
@@ -337,6 +338,11 @@ s_run_msgxd_on_a_journal_stream (void)
     char variable [64];
     snprintf (variable, sizeof variable, "JOURNAL_STREAM=%llu:%llu",
               (unsigned long long) st.st_dev, (unsigned long long) st.st_ino);
+    char *all [16] = { variable };
+    for (int i = 0; env [i]; i++) {
+        assert_true (i + 2 < 16);
+        all [i + 1] = env [i];
+    }
     pid_t pid = fork ();
     assert_true (pid >= 0);
     if (pid == 0) {
@@ -344,17 +350,56 @@ s_run_msgxd_on_a_journal_stream (void)
         int null = open ("/dev/null", O_RDWR);
         dup2 (null, STDIN_FILENO);
         dup2 (null, STDOUT_FILENO);
-        char claim_batch [] = "MSGX_PIPELINE_CLAIM_BATCH=0", profile [] = "MSGX_PROFILE=qa";
-        char *env [] = { variable, claim_batch, profile, NULL };
         char *argv [] = { s_msgxd, NULL };
-        execve (s_msgxd, argv, env);
+        execve (s_msgxd, argv, all);
         _exit (127);
     }
     close (stream);
+    return pid;
+}
+
+static int
+s_exit_code (pid_t pid)
+{
     int status = 0;
     assert_int_equal (waitpid (pid, &status, 0), pid);
     assert_true (WIFEXITED (status));
-    assert_int_equal (WEXITSTATUS (status), 78);
+    return WEXITSTATUS (status);
+}
+
+//  Waits until msgxd wrote an entry with field=value; returns the fields
+//  asked for.
+static json_t *
+s_wait_entry (const char *match, const char *const *fields)
+{
+    sd_journal *journal = NULL;
+    assert_int_equal (sd_journal_open (&journal, SD_JOURNAL_LOCAL_ONLY), 0);
+    assert_int_equal (sd_journal_add_match (journal, "SYSLOG_IDENTIFIER=msgxd", 0), 0);
+    assert_int_equal (sd_journal_add_match (journal, match, 0), 0);
+    struct timespec start, now;
+    clock_gettime (CLOCK_MONOTONIC, &start);
+    json_t *entry = NULL;
+    while (!entry) {
+        if (sd_journal_next (journal) > 0) {
+            entry = json_object ();
+            for (int i = 0; fields [i]; i++) {
+                char *value = s_field (journal, fields [i]);
+                if (value)
+                    json_object_set_new (entry, fields [i], json_string (value));
+                free (value);
+            }
+            break;
+        }
+        clock_gettime (CLOCK_MONOTONIC, &now);
+        int64_t left_us = (int64_t) WAIT_MS * 1000 - ((int64_t) (now.tv_sec - start.tv_sec) * 1000000
+                                                      + (now.tv_nsec - start.tv_nsec) / 1000);
+        if (left_us <= 0)
+            fail_msg ("no journal entry with %s", match);
+        //  Woken by journald writing (inotify), not by time.
+        assert_true (sd_journal_wait (journal, (uint64_t) left_us) >= 0);
+    }
+    sd_journal_close (journal);
+    return entry;
 }
 
 static void
@@ -364,7 +409,11 @@ test_error_lines_reach_the_journal_at_priority_3 (void **state)
     journal_t journal = { 0 };
     s_journal_start (&journal);
 
-    s_run_msgxd_on_a_journal_stream ();
+    //  A bad configuration: its ERROR lines are native entries at
+    //  priority 3, not text on the stream.
+    char claim_batch [] = "MSGX_PIPELINE_CLAIM_BATCH=0", profile [] = "MSGX_PROFILE=qa";
+    char *bad [] = { claim_batch, profile, NULL };
+    assert_int_equal (s_exit_code (s_spawn_on_journal (bad)), 78);
     //  The structured fields, from this process through the same code.
     mx_log_set_journal (true);
     mx_log_emit (MX_LOG_ERROR, "processor",
@@ -414,6 +463,49 @@ test_error_lines_reach_the_journal_at_priority_3 (void **state)
     s_journal_stop (&journal);
 }
 
+//  A running daemon: its info lines at 6, and when it is fenced (the
+//  connection holding the instance lock is killed) the error at 3.
+static void
+test_a_running_daemon_logs_to_the_journal (void **state)
+{
+    (void) state;
+    mx_testpg_t *pg = mx_testpg_new ();
+    journal_t journal = { 0 };
+    s_journal_start (&journal);
+    char *env [] = {
+        zsys_sprintf ("MSGX_PG_CONNINFO=%s", mx_testpg_conninfo (pg)),
+        zsys_sprintf ("MSGX_ADMIN_ENDPOINT=ipc://%s/admin.sock", journal.dir),
+        zsys_sprintf ("MSGX_HTTP_BIND=127.0.0.1:%d", mx_testenv_free_port ()),
+        strdup ("MSGX_PROFILE=dev"),
+        NULL
+    };
+    pid_t daemon = s_spawn_on_journal (env);
+    const char *fields [] = { "MESSAGE", "PRIORITY", "ACTOR", "ROLE", "_TRANSPORT", NULL };
+    json_t *active = s_wait_entry ("ROLE=active", fields);
+    assert_string_equal (s_get (active, "PRIORITY"), "6");
+    assert_string_equal (s_get (active, "ACTOR"), "control");
+    assert_string_equal (s_get (active, "_TRANSPORT"), "journal");
+    json_decref (active);
+
+    PGconn *conn = PQconnectdb (mx_testpg_conninfo (pg));
+    assert_int_equal (PQstatus (conn), CONNECTION_OK);
+    PGresult *res = PQexec (conn, "SELECT count(pg_terminate_backend (pid)) FROM pg_stat_activity"
+                                  " WHERE application_name = 'msgxd-lock' AND datname = current_database()");
+    assert_string_equal (PQgetvalue (res, 0, 0), "1");
+    PQclear (res);
+    PQfinish (conn);
+    assert_int_equal (s_exit_code (daemon), 75);
+    json_t *fenced = s_wait_entry ("ROLE=fenced", fields);
+    assert_string_equal (s_get (fenced, "PRIORITY"), "3");
+    assert_string_equal (s_get (fenced, "_TRANSPORT"), "journal");
+    json_decref (fenced);
+
+    for (int i = 0; env [i]; i++)
+        free (env [i]);
+    s_journal_stop (&journal);
+    mx_testpg_destroy (&pg);
+}
+
 int
 main (void)
 {
@@ -428,8 +520,9 @@ main (void)
         cmocka_unit_test (test_text_at_the_limit_is_kept_whole),
         cmocka_unit_test (test_bytes_that_are_not_utf8_are_escaped_not_lost),
         cmocka_unit_test (test_configuration_problems_are_json_lines),
-        //  Last: it leaves this process in a mount namespace of its own.
+        //  Last: these leave this process in a mount namespace of its own.
         cmocka_unit_test (test_error_lines_reach_the_journal_at_priority_3),
+        cmocka_unit_test (test_a_running_daemon_logs_to_the_journal),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
