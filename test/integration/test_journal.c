@@ -288,6 +288,20 @@ s_field (sd_journal *journal, const char *field)
     return strndup ((const char *) data + skip, size - skip);
 }
 
+//  The current entry's fields of those asked for, as a JSON object.
+static json_t *
+s_entry_fields (sd_journal *journal, const char *const *fields)
+{
+    json_t *entry = json_object ();
+    for (int i = 0; fields [i]; i++) {
+        char *value = s_field (journal, fields [i]);
+        if (value)
+            json_object_set_new (entry, fields [i], json_string (value));
+        free (value);
+    }
+    return entry;
+}
+
 //  The entries of one SYSLOG_IDENTIFIER, oldest first, as a JSON array of
 //  objects holding the fields asked for.
 static json_t *
@@ -300,16 +314,8 @@ s_entries (const char *identifier, const char *const *fields)
     assert_int_equal (sd_journal_add_match (journal, match, 0), 0);
     free (match);
     json_t *entries = json_array ();
-    SD_JOURNAL_FOREACH (journal) {
-        json_t *entry = json_object ();
-        for (int i = 0; fields [i]; i++) {
-            char *value = s_field (journal, fields [i]);
-            if (value)
-                json_object_set_new (entry, fields [i], json_string (value));
-            free (value);
-        }
-        json_array_append_new (entries, entry);
-    }
+    SD_JOURNAL_FOREACH (journal)
+        json_array_append_new (entries, s_entry_fields (journal, fields));
     sd_journal_close (journal);
     return entries;
 }
@@ -381,13 +387,7 @@ s_wait_entry (const char *match, const char *const *fields)
     json_t *entry = NULL;
     while (!entry) {
         if (sd_journal_next (journal) > 0) {
-            entry = json_object ();
-            for (int i = 0; fields [i]; i++) {
-                char *value = s_field (journal, fields [i]);
-                if (value)
-                    json_object_set_new (entry, fields [i], json_string (value));
-                free (value);
-            }
+            entry = s_entry_fields (journal, fields);
             break;
         }
         clock_gettime (CLOCK_MONOTONIC, &now);
