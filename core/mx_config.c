@@ -1224,6 +1224,14 @@ mx_config_validate (const mx_config_t *self, zlist_t *errors)
     s_check_zone (self, problems);
     s_int_range (self, problems, S_IDX (operation_day_cutoff_hour), 0, 23);
     s_int_range (self, problems, S_IDX (codec_max_message_bytes), 1, INT64_MAX);
+    s_int_range (self, problems, S_IDX (codec_max_attributes), 1, INT32_MAX);
+    s_int_range (self, problems, S_IDX (codec_max_nodes), 1, INT64_MAX);
+    //  libxml2's own ceilings without XML_PARSE_HUGE.
+    s_int_range (self, problems, S_IDX (codec_max_depth), 1, 256);
+    s_int_range (self, problems, S_IDX (codec_max_text_pieces), 1, INT64_MAX);
+    s_int_range (self, problems, S_IDX (codec_max_name_length), 1, 50000);
+    s_int_range (self, problems, S_IDX (codec_max_namespaces), 1, INT32_MAX);
+    s_int_range (self, problems, S_IDX (codec_max_distinct_names), 1, INT32_MAX);
     s_duration_range (self, problems, S_IDX (schd_flush_period), 1, INT64_MAX);
     s_int_range (self, problems, S_IDX (schd_flush_limit), 1, INT64_MAX);
 
