@@ -26,3 +26,5 @@ if(NOT MX_FUZZ)
     FIXTURES_REQUIRED mx_fuzz_seeds LABELS unit TIMEOUT 300
     ENVIRONMENT "ASAN_OPTIONS=detect_leaks=1:abort_on_error=1;UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1")
 endif()
+# The codec's shape bounds on hostile shapes up to 16 MiB (tools/mx_shape).
+mx_add_test(test_codec_bounds SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_codec_bounds.c LIBS mx_domain mx_shape mx_gen LABELS unit TIMEOUT 300)
