@@ -97,28 +97,6 @@ s_row (const char *what, const char *xml, size_t size, const mx_sis_options_t *o
     fflush (stdout);
 }
 
-static char *
-s_read (const char *path, size_t *size)
-{
-    FILE *file = fopen (path, "rb");
-    if (!file)
-        return NULL;
-    char *data = NULL;
-    if (fseek (file, 0, SEEK_END) == 0) {
-        long length = ftell (file);
-        if (length >= 0 && fseek (file, 0, SEEK_SET) == 0
-        &&  (data = malloc ((size_t) length + 1))) {
-            *size = fread (data, 1, (size_t) length, file);
-            if (*size != (size_t) length) {
-                free (data);
-                data = NULL;
-            }
-        }
-    }
-    fclose (file);
-    return data;
-}
-
 int
 main (int argc, char *argv [])
 {
@@ -154,7 +132,7 @@ main (int argc, char *argv [])
     printf ("%-10s %10s %12s %10s %-11s %s\n", "shape", "bytes", "ms", "ms/MiB", "decided", "why");
     for (size_t i = 0; i < file_count; i++) {
         size_t size = 0;
-        char *xml = s_read (files [i], &size);
+        char *xml = mx_shape_read_file (files [i], &size);
         if (!xml) {
             fprintf (stderr, "bench_codec: cannot read %s\n", files [i]);
             return 1;

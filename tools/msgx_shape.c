@@ -23,37 +23,6 @@ s_usage (void)
     return 2;
 }
 
-static char *
-s_read (const char *path, size_t *size)
-{
-    FILE *file = fopen (path, "rb");
-    if (!file)
-        return NULL;
-    size_t capacity = 1 << 16, used = 0;
-    char *data = malloc (capacity);
-    while (data) {
-        used += fread (data + used, 1, capacity - used, file);
-        if (used < capacity)
-            break;
-        capacity *= 2;
-        char *bigger = realloc (data, capacity);
-        if (!bigger) {
-            free (data);
-            data = NULL;
-        }
-        else
-            data = bigger;
-    }
-    bool failed = ferror (file);
-    fclose (file);
-    if (failed) {
-        free (data);
-        return NULL;
-    }
-    *size = used;
-    return data;
-}
-
 static void
 s_print (const char *what, const mx_xml_shape_t *shape)
 {
@@ -71,7 +40,7 @@ s_measure (int count, char **paths)
     int rc = 0;
     for (int i = 0; i < count; i++) {
         size_t size;
-        char *data = s_read (paths [i], &size);
+        char *data = mx_shape_read_file (paths [i], &size);
         if (!data) {
             fprintf (stderr, "msgx-shape: cannot read %s\n", paths [i]);
             rc = 1;

@@ -189,3 +189,35 @@ mx_shape_make (mx_shape_kind_t kind, size_t bytes, size_t *size)
     *size = writer.used;
     return writer.text;
 }
+
+char *
+mx_shape_read_file (const char *path, size_t *size)
+{
+    assert (path && size);
+    FILE *file = fopen (path, "rb");
+    if (!file)
+        return NULL;
+    size_t capacity = 1 << 16, used = 0;
+    char *data = malloc (capacity);
+    while (data) {
+        used += fread (data + used, 1, capacity - used, file);
+        if (used < capacity)
+            break;
+        capacity *= 2;
+        char *bigger = realloc (data, capacity);
+        if (!bigger) {
+            free (data);
+            data = NULL;
+        }
+        else
+            data = bigger;
+    }
+    bool failed = ferror (file);
+    fclose (file);
+    if (failed) {
+        free (data);
+        return NULL;
+    }
+    *size = used;
+    return data;
+}

@@ -43,4 +43,10 @@ int
 char *
     mx_shape_make (mx_shape_kind_t kind, size_t bytes, size_t *size);
 
+//  The whole file at path, malloc'd (not NUL-terminated); *size its
+//  length. NULL when it cannot be read. For the tools that measure or
+//  decode real messages beside the shapes.
+char *
+    mx_shape_read_file (const char *path, size_t *size);
+
 #endif
