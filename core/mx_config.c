@@ -20,6 +20,10 @@
 #define S_MAX_FILE_BYTES (1024 * 1024)
 //  zconfig reads at most this much of a line.
 #define S_MAX_LINE_BYTES 1024
+//  Lines that are neither blank nor comments. czmq's ZPL parser appends
+//  each setting by walking its siblings (quadratic: 50,000 settings took
+//  6 s of CPU); every key of msgxd fits thirty times over.
+#define S_MAX_SETTINGS 4096
 
 typedef enum {
     S_TYPE_BOOL,
@@ -712,11 +716,19 @@ s_read_file (const char *path, zlist_t *errors)
     }
     //  zconfig silently cuts longer lines; a cut conninfo must not pass.
     int lineno = 1;
+    int settings = 0;
     for (const char *line = text; *line; lineno++) {
         size_t length = strcspn (line, "\n");
         if (length > S_MAX_LINE_BYTES) {
             s_add (errors, "config file %s line %d is longer than %d characters",
                    path, lineno, S_MAX_LINE_BYTES);
+            free (text);
+            return NULL;
+        }
+        size_t blanks = strspn (line, " \t\r");
+        if (blanks < length && line [blanks] != '#' && ++settings > S_MAX_SETTINGS) {
+            s_add (errors, "config file %s has more than %d settings (line %d); is it a config file?",
+                   path, S_MAX_SETTINGS, lineno);
             free (text);
             return NULL;
         }
