@@ -363,6 +363,13 @@ static int
 s_set (mx_config_t *self, int idx, const char *value, zlist_t *errors,
        s_origin_t origin, const char *where)
 {
+    //  Values go into JSON (--check-config, logs), which is UTF-8 only.
+    json_t *probe = json_string (value);
+    json_decref (probe);
+    if (!probe) {
+        s_add (errors, "%s%s: the value is not valid UTF-8", s_keys [idx].key, where);
+        return -1;
+    }
     void *member = s_member (self, idx);
     bool bare_ms = s_ends_with (s_keys [idx].key, "-ms");
     int rc = 0;

@@ -648,6 +648,15 @@ test_unparsable_file (void **state)
     zlist_destroy (&errors);
     s_remove (&path);
 
+    //  Found by fuzz_config: a value that is not UTF-8 loaded, then
+    //  --check-config asserted turning it into JSON.
+    path = s_write ("not-utf8.zpl", "mailbox.shared-mysql.password = \"x\xff\xfe\"\n");
+    config = mx_config_load (path, s_no_env, &errors, NULL);
+    assert_null (config);
+    assert_true (s_has (errors, "mailbox.shared-mysql.password", "not valid UTF-8", NULL));
+    zlist_destroy (&errors);
+    s_remove (&path);
+
     //  A bad line after many good ones is found and named.
     char *late = zmalloc (4000 * 6 + 32);
     for (int i = 0; i < 4000; i++)
