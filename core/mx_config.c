@@ -20,6 +20,10 @@
 #define S_MAX_FILE_BYTES (1024 * 1024)
 //  zconfig reads at most this much of a line.
 #define S_MAX_LINE_BYTES 1024
+//  Lines that are neither blank nor comments. czmq's ZPL parser appends
+//  each setting by walking its siblings (quadratic: 50,000 settings took
+//  6 s of CPU); every key of msgxd fits thirty times over.
+#define S_MAX_SETTINGS 4096
 
 typedef enum {
     S_TYPE_BOOL,
@@ -359,6 +363,13 @@ static int
 s_set (mx_config_t *self, int idx, const char *value, zlist_t *errors,
        s_origin_t origin, const char *where)
 {
+    //  Values go into JSON (--check-config, logs), which is UTF-8 only.
+    json_t *probe = json_string (value);
+    json_decref (probe);
+    if (!probe) {
+        s_add (errors, "%s%s: the value is not valid UTF-8", s_keys [idx].key, where);
+        return -1;
+    }
     void *member = s_member (self, idx);
     bool bare_ms = s_ends_with (s_keys [idx].key, "-ms");
     int rc = 0;
@@ -609,35 +620,67 @@ s_zpl_hint (const char *line)
     return "expected 'name = value' or a section name, one level (4 spaces) deeper at most";
 }
 
+//  Whether the first `lines` lines of text parse as ZPL; starts [i] is
+//  where line i + 1 starts, starts [count] the end of the text.
+static bool
+s_prefix_parses (char *text, const size_t *starts, size_t lines)
+{
+    size_t cut = starts [lines];
+    char saved = text [cut];
+    text [cut] = '\0';
+    zconfig_t *prefix = zconfig_str_load (text);
+    text [cut] = saved;
+    bool parses = prefix != NULL;
+    zconfig_destroy (&prefix);
+    return parses;
+}
+
 //  zconfig says only "no"; find the first line at which a prefix of the
-//  text stops parsing, so the message can name it.
+//  text stops parsing, so the message can name it. A bad line spoils
+//  every longer prefix, so a binary search finds it: a 1 MiB file of short
+//  lines costs some twenty parses, not one per line.
 static void
 s_report_zpl_error (const char *path, char *text, zlist_t *errors)
 {
-    int lineno = 0;
-    char *line = text;
-    while (*line) {
-        lineno++;
-        char *eoln = strchr (line, '\n');
-        char *next = eoln? eoln + 1: line + strlen (line);
-        char saved = *next;
-        *next = '\0';
-        zconfig_t *prefix = zconfig_str_load (text);
-        *next = saved;
-        if (!prefix) {
-            if (eoln)
-                *eoln = '\0';
-            size_t length = strlen (line);
-            if (length && line [length - 1] == '\r')
-                line [length - 1] = '\0';
-            s_add (errors, "config file %s line %d is not valid ZPL (%s): %s",
-                   path, lineno, s_zpl_hint (line), line);
-            return;
-        }
-        zconfig_destroy (&prefix);
-        line = next;
+    size_t length = strlen (text);
+    size_t count = 0;
+    for (const char *scan = text; *scan; count++) {
+        const char *eoln = strchr (scan, '\n');
+        scan = eoln ? eoln + 1 : scan + strlen (scan);
     }
-    s_add (errors, "config file %s: not valid ZPL", path);
+    size_t *starts = (size_t *) zmalloc ((count + 1) * sizeof (size_t));
+    assert (starts);
+    size_t line_index = 0;
+    for (const char *scan = text; *scan; ) {
+        starts [line_index++] = (size_t) (scan - text);
+        const char *eoln = strchr (scan, '\n');
+        scan = eoln ? eoln + 1 : scan + strlen (scan);
+    }
+    starts [count] = length;
+    //  Smallest number of lines whose prefix fails (the whole text fails).
+    size_t good = 0, bad = count;
+    while (bad - good > 1) {
+        size_t middle = good + (bad - good) / 2;
+        if (s_prefix_parses (text, starts, middle))
+            good = middle;
+        else
+            bad = middle;
+    }
+    if (bad == 0 || s_prefix_parses (text, starts, bad)) {
+        free (starts);
+        s_add (errors, "config file %s: not valid ZPL", path);
+        return;
+    }
+    char *line = text + starts [bad - 1];
+    free (starts);
+    char *eoln = strchr (line, '\n');
+    if (eoln)
+        *eoln = '\0';
+    size_t line_length = strlen (line);
+    if (line_length && line [line_length - 1] == '\r')
+        line [line_length - 1] = '\0';
+    s_add (errors, "config file %s line %zu is not valid ZPL (%s): %s",
+           path, bad, s_zpl_hint (line), line);
 }
 
 //  Whole file as a string, or NULL with one error line.
@@ -680,11 +723,19 @@ s_read_file (const char *path, zlist_t *errors)
     }
     //  zconfig silently cuts longer lines; a cut conninfo must not pass.
     int lineno = 1;
+    int settings = 0;
     for (const char *line = text; *line; lineno++) {
         size_t length = strcspn (line, "\n");
         if (length > S_MAX_LINE_BYTES) {
             s_add (errors, "config file %s line %d is longer than %d characters",
                    path, lineno, S_MAX_LINE_BYTES);
+            free (text);
+            return NULL;
+        }
+        size_t blanks = strspn (line, " \t\r");
+        if (blanks < length && line [blanks] != '#' && ++settings > S_MAX_SETTINGS) {
+            s_add (errors, "config file %s has more than %d settings (line %d); is it a config file?",
+                   path, S_MAX_SETTINGS, lineno);
             free (text);
             return NULL;
         }
@@ -1309,6 +1360,14 @@ mx_config_validate (const mx_config_t *self, zlist_t *errors)
     s_check_zone (self, problems);
     s_int_range (self, problems, S_IDX (operation_day_cutoff_hour), 0, 23);
     s_int_range (self, problems, S_IDX (codec_max_message_bytes), 1, INT64_MAX);
+    s_int_range (self, problems, S_IDX (codec_max_attributes), 1, INT32_MAX);
+    s_int_range (self, problems, S_IDX (codec_max_nodes), 1, INT64_MAX);
+    //  libxml2's own ceilings without XML_PARSE_HUGE.
+    s_int_range (self, problems, S_IDX (codec_max_depth), 1, 256);
+    s_int_range (self, problems, S_IDX (codec_max_text_pieces), 1, INT64_MAX);
+    s_int_range (self, problems, S_IDX (codec_max_name_length), 1, 50000);
+    s_int_range (self, problems, S_IDX (codec_max_namespaces), 1, INT32_MAX);
+    s_int_range (self, problems, S_IDX (codec_max_distinct_names), 1, INT32_MAX);
     s_duration_range (self, problems, S_IDX (schd_flush_period), 1, INT64_MAX);
     s_int_range (self, problems, S_IDX (schd_flush_limit), 1, INT64_MAX);
 
