@@ -673,7 +673,8 @@ s_show_decode (s_control_t *self, const char *xml, size_t size)
     mx_sis_options_t options = {
         .zone = self->zone, .max_bytes = (size_t) self->config->codec_max_message_bytes,
         .ignore_types = self->config->pipeline_ignore_types.items,
-        .ignore_count = self->config->pipeline_ignore_types.count
+        .ignore_count = self->config->pipeline_ignore_types.count,
+        .limits = mx_sis_limits (self->config)
     };
     mx_sis_status_t status;
     mx_sis_msg_t *msg = mx_sis_decode (xml, size, &options, &status, &error);

@@ -420,7 +420,8 @@ s_sis_options (const s_processor_t *self)
     return (mx_sis_options_t) {
         .zone = self->zone, .max_bytes = (size_t) self->config->codec_max_message_bytes,
         .ignore_types = self->config->pipeline_ignore_types.items,
-        .ignore_count = self->config->pipeline_ignore_types.count
+        .ignore_count = self->config->pipeline_ignore_types.count,
+        .limits = mx_sis_limits (self->config)
     };
 }
 

@@ -150,7 +150,8 @@ s_flights_of (s_pump_t *self, int64_t msg_id)
     mx_sis_options_t options = {
         .zone = self->zone, .max_bytes = max_bytes,
         .ignore_types = self->config->pipeline_ignore_types.items,
-        .ignore_count = self->config->pipeline_ignore_types.count
+        .ignore_count = self->config->pipeline_ignore_types.count,
+        .limits = mx_sis_limits (self->config)
     };
     mx_sis_status_t status;
     mx_sis_msg_t *msg = mx_sis_decode (xml, size, &options, &status, &error);

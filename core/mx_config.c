@@ -20,6 +20,12 @@
 #define S_MAX_FILE_BYTES (1024 * 1024)
 //  zconfig reads at most this much of a line.
 #define S_MAX_LINE_BYTES 1024
+//  Lines that are neither blank nor comments. czmq's ZPL parser appends
+//  each setting by walking its siblings (quadratic: 50,000 settings took
+//  6 s of CPU); every key of msgxd fits thirty times over.
+#define S_MAX_SETTINGS 4096
+//  ZPL problems listed one by one; past this, one line says there are more.
+#define S_MAX_ZPL_PROBLEMS 20
 
 typedef enum {
     S_TYPE_BOOL,
@@ -359,6 +365,13 @@ static int
 s_set (mx_config_t *self, int idx, const char *value, zlist_t *errors,
        s_origin_t origin, const char *where)
 {
+    //  Values go into JSON (--check-config, logs), which is UTF-8 only.
+    json_t *probe = json_string (value);
+    json_decref (probe);
+    if (!probe) {
+        s_add (errors, "%s%s: the value is not valid UTF-8", s_keys [idx].key, where);
+        return -1;
+    }
     void *member = s_member (self, idx);
     bool bare_ms = s_ends_with (s_keys [idx].key, "-ms");
     int rc = 0;
@@ -656,6 +669,11 @@ s_zpl_check (const char *path, const char *text, zlist_t *errors)
     s_zpl_line_t line = { .path = path, .errors = errors };
     int level = 0;                      //  of the last name line
     for (const char *at = text; *at; ) {
+        if (zlist_size (errors) - before == S_MAX_ZPL_PROBLEMS) {
+            //  A file that is not ZPL at all need not fill the log.
+            s_add (errors, "config file %s: more problems from line %d on, not listed", path, line.lineno + 1);
+            break;
+        }
         line.lineno++;
         line.name [0] = 0;
         size_t length = strcspn (at, "\n");
@@ -753,6 +771,21 @@ s_read_file (const char *path, zlist_t *errors)
         s_add (errors, "config file %s contains a NUL byte; is it text?", path);
         free (text);
         return NULL;
+    }
+    //  zconfig's parser is quadratic in the settings at one level: a
+    //  file with thousands of them is not configuration.
+    int lineno = 1;
+    int settings = 0;
+    for (const char *line = text; *line; lineno++) {
+        size_t length = strcspn (line, "\n");
+        size_t blanks = strspn (line, " \t\r");
+        if (blanks < length && line [blanks] != '#' && ++settings > S_MAX_SETTINGS) {
+            s_add (errors, "config file %s has more than %d settings (line %d); is it a config file?",
+                   path, S_MAX_SETTINGS, lineno);
+            free (text);
+            return NULL;
+        }
+        line += length + (line [length] == '\n');
     }
     return text;
 }
@@ -1379,6 +1412,14 @@ mx_config_validate (const mx_config_t *self, zlist_t *errors)
     s_check_zone (self, problems);
     s_int_range (self, problems, S_IDX (operation_day_cutoff_hour), 0, 23);
     s_int_range (self, problems, S_IDX (codec_max_message_bytes), 1, INT64_MAX);
+    s_int_range (self, problems, S_IDX (codec_max_attributes), 1, INT32_MAX);
+    s_int_range (self, problems, S_IDX (codec_max_nodes), 1, INT64_MAX);
+    //  libxml2's own ceilings without XML_PARSE_HUGE.
+    s_int_range (self, problems, S_IDX (codec_max_depth), 1, 256);
+    s_int_range (self, problems, S_IDX (codec_max_text_pieces), 1, INT64_MAX);
+    s_int_range (self, problems, S_IDX (codec_max_name_length), 1, 50000);
+    s_int_range (self, problems, S_IDX (codec_max_namespaces), 1, INT32_MAX);
+    s_int_range (self, problems, S_IDX (codec_max_distinct_names), 1, INT32_MAX);
     s_duration_range (self, problems, S_IDX (schd_flush_period), 1, INT64_MAX);
     s_int_range (self, problems, S_IDX (schd_flush_limit), 1, INT64_MAX);
 

@@ -1,5 +1,6 @@
 /*  mx_sis - see mx_sis.h.  */
 #include "mx_sis.h"
+#include "mx_metrics.h"
 #include "mx_utf8.h"
 
 #include <assert.h>
@@ -19,6 +20,9 @@
 #define S_PARSE_OPTIONS \
     (XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING | XML_PARSE_NOCDATA \
      | XML_PARSE_BIG_LINES)
+
+//  Bytes handed to the push parser at a time.
+#define S_PUSH_CHUNK ((size_t) 256 * 1024)
 
 //  Longest excerpt of a bad value quoted in an error line.
 #define S_QUOTE_MAX 40
@@ -82,13 +86,43 @@ static const s_flop_carrier_t s_flop_carriers [] = {
     { "VIPP", { "VIPP", "VIPR", NULL, NULL } },
 };
 
-static pthread_once_t s_init_once = PTHREAD_ONCE_INIT;
+static pthread_once_t s_defaults_once = PTHREAD_ONCE_INIT;
+static mx_xml_shape_t s_default_limits;
 
 static void
-s_init_libxml (void)
+s_load_default_limits (void)
 {
-    //  libxml2 wants one initialisation before threads parse concurrently.
-    xmlInitParser ();
+    //  The defaults live in the configuration table, nowhere else.
+    mx_config_t *defaults = mx_config_new_defaults ();
+    assert (defaults);
+    s_default_limits = mx_sis_limits (defaults);
+    mx_config_destroy (&defaults);
+}
+
+mx_xml_shape_t
+mx_sis_limits (const mx_config_t *config)
+{
+    assert (config);
+    return (mx_xml_shape_t) {
+#define S_LIMIT(member, key, doc) \
+        .member = config->codec_max_##member > 0 ? (size_t) config->codec_max_##member : 0,
+        MX_XML_BOUNDS (S_LIMIT)
+#undef S_LIMIT
+    };
+}
+
+//  The options' bounds, defaults where a member is 0.
+static mx_xml_shape_t
+s_limits (const mx_sis_options_t *options)
+{
+    pthread_once (&s_defaults_once, s_load_default_limits);
+    mx_xml_shape_t limits = options->limits;
+#define S_DEFAULT(member, key, doc) \
+    if (limits.member == 0) \
+        limits.member = s_default_limits.member;
+    MX_XML_BOUNDS (S_DEFAULT)
+#undef S_DEFAULT
+    return limits;
 }
 
 static void
@@ -247,8 +281,10 @@ s_declared_encoding (const char *p, const char *end, char *buf, size_t size)
 //  The scanned bytes are ASCII in both UTF-8 and GB18030 ('<', '!', '-',
 //  '?' and '>' never occur inside a GB18030 multi-byte character).
 static int
-s_check_prolog (const char *xml, size_t size, mx_sis_status_t *status, char **error)
+s_check_prolog (const char *xml, size_t size, bool raw_bytes, bool *gb18030_bytes,
+                mx_sis_status_t *status, char **error)
 {
+    *gb18030_bytes = false;
     const char *p = xml;
     const char *end = xml + size;
     const unsigned char *bytes = (const unsigned char *) xml;
@@ -263,6 +299,12 @@ s_check_prolog (const char *xml, size_t size, mx_sis_status_t *status, char **er
     if (size >= 3 && bytes [0] == 0xEF && bytes [1] == 0xBB && bytes [2] == 0xBF) {
         utf8_bom = true;
         p += 3;
+    }
+    //  "<?xm" in EBCDIC: libxml2 would detect it and convert.
+    if (s_starts (p, end, "\x4C\x6F\xA7\x94")) {
+        *status = MX_SIS_CODEC_ERROR;
+        s_set_error (error, "encoding EBCDIC is not supported (only UTF-8 and GB18030)");
+        return -1;
     }
     char encoding [48];
     s_declared_encoding (p, end, encoding, sizeof encoding);
@@ -282,6 +324,7 @@ s_check_prolog (const char *xml, size_t size, mx_sis_status_t *status, char **er
                                 "contradicts encoding GB18030");
             return -1;
         }
+        *gb18030_bytes = gb18030 && raw_bytes;
     }
     while (p < end) {
         if (s_is_space (*p))
@@ -368,7 +411,10 @@ s_thread_error (void *data, s_error_ptr_t error)
 static xmlDocPtr
 s_parse (const char *xml, size_t size, bool raw_bytes, mx_sis_status_t *status, char **error)
 {
-    xmlParserCtxtPtr ctxt = xmlNewParserCtxt ();
+    //  The push parser returns at its first fatal error (the pull parser
+    //  reads on to the end with its callbacks off, at whatever cost the
+    //  rest of the text has, which the shape check did not count).
+    xmlParserCtxtPtr ctxt = xmlCreatePushParserCtxt (NULL, NULL, NULL, 0, NULL);
     if (!ctxt) {
         *status = MX_SIS_CODEC_ERROR;
         s_set_error (error, "out of memory creating an XML parser");
@@ -386,7 +432,22 @@ s_parse (const char *xml, size_t size, bool raw_bytes, mx_sis_status_t *status, 
     //  Text read from the mailbox is UTF-8 whatever its prolog declares:
     //  the declaration names the bytes the sender wrote, long converted.
     int parse_options = S_PARSE_OPTIONS | (raw_bytes ? 0 : XML_PARSE_IGNORE_ENC);
-    xmlDocPtr doc = xmlCtxtReadMemory (ctxt, xml, (int) size, NULL, NULL, parse_options);
+    xmlDocPtr doc = NULL;
+    if (xmlCtxtUseOptions (ctxt, parse_options) == 0) {
+        //  In chunks: libxml2 refuses to look further ahead than 10 MB
+        //  ("Huge input lookup") without XML_PARSE_HUGE.
+        size_t offset = 0;
+        do {
+            size_t chunk = size - offset < S_PUSH_CHUNK ? size - offset : S_PUSH_CHUNK;
+            bool last = offset + chunk == size;
+            xmlParseChunk (ctxt, xml + offset, (int) chunk, last);
+            offset += chunk;
+            if (!ctxt->wellFormed || ctxt->instate == XML_PARSER_EOF)
+                break;
+        } while (offset < size);
+        doc = ctxt->myDoc;
+        ctxt->myDoc = NULL;
+    }
     xmlSetStructuredErrorFunc (saved_context, saved_handler);
 
     //  Namespace errors (an undeclared prefix) are not fatal and are
@@ -739,6 +800,28 @@ s_find_body (mx_sis_msg_t *self, xmlNodePtr root, bool check,
     return s_fail (status, error, "payload missing: %s/%s: %s", meta->type, meta->styp, missing);
 }
 
+//  The shape bounds, before libxml2 sees the text.
+static int
+s_check_shape (const char *xml, size_t size, bool gb18030_bytes,
+               const mx_sis_options_t *options, mx_sis_status_t *status, char **error)
+{
+    mx_xml_shape_t limits = s_limits (options);
+    char *why = NULL;
+    mx_xml_bound_t bound = mx_xml_shape_check (xml, size, gb18030_bytes, &limits, NULL, &why);
+    if (bound == MX_XML_BOUND_NONE)
+        return 0;
+    //  Labels are "k=v": the key is one of our own constants.
+    char labels [64];
+    snprintf (labels, sizeof labels, "bound=%s", mx_xml_bound_key (bound));
+    mx_metrics_add (mx_metrics_counter ("msgx_codec_refused_total",
+                                        "Messages the codec refused on a shape bound "
+                                        "(msgx.codec.*), wherever the decode ran", labels), 1);
+    *status = MX_SIS_MALFORMED;
+    s_set_error (error, "%s", why ? why : "out of memory describing a shape bound");
+    free (why);
+    return -1;
+}
+
 static bool
 s_is_ignored (const mx_sis_options_t *options, const char *type)
 {
@@ -756,7 +839,7 @@ mx_sis_decode (const char *xml, size_t size, const mx_sis_options_t *options,
     assert (options && options->zone && options->max_bytes > 0);
     assert (options->ignore_count == 0 || options->ignore_types);
     assert (status);
-    pthread_once (&s_init_once, s_init_libxml);
+    mx_xml_init ();
 
     if (size > options->max_bytes || size > INT_MAX) {
         *status = MX_SIS_MALFORMED;
@@ -768,7 +851,10 @@ mx_sis_decode (const char *xml, size_t size, const mx_sis_options_t *options,
         s_fail (status, error, "not well-formed XML: the message is empty");
         return NULL;
     }
-    if (s_check_prolog (xml, size, status, error) == -1)
+    bool gb18030_bytes;
+    if (s_check_prolog (xml, size, options->raw_bytes, &gb18030_bytes, status, error) == -1)
+        return NULL;
+    if (s_check_shape (xml, size, gb18030_bytes, options, status, error) == -1)
         return NULL;
     xmlDocPtr doc = s_parse (xml, size, options->raw_bytes, status, error);
     if (!doc)

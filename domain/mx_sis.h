@@ -9,12 +9,17 @@
     Parsing is safe for hostile input: the size limit is checked before
     parsing; a DOCTYPE, DTD or entity declaration is refused before libxml2
     sees the text (so no entity is ever expanded and nothing is fetched);
-    the network is off; each call has its own parser context and collects
-    libxml2's errors there, never through libxml2's global handlers.
+    one linear pass checks the shape bounds (mx_xml_shape.h: attributes per
+    element, nodes, depth, text pieces, name length, namespaces, distinct
+    names) so that no message costs libxml2 more than linear time; libxml2
+    stops at its first fatal error; the network is off; each call has its
+    own parser context and collects libxml2's errors there, never through
+    libxml2's global handlers. A refusal on a bound is counted in
+    msgx_codec_refused_total{bound}, wherever the decode ran.
 
     Encodings: UTF-8 and GB18030 declared in the XML prolog are accepted; no
     declaration means UTF-8 (the XML default). Any other declared encoding,
-    or UTF-16/UTF-32 text, is a CODEC_ERROR (a later codec may support it);
+    or UTF-16/UTF-32/EBCDIC text, is a CODEC_ERROR (a later codec may support it);
     bytes that are invalid for the encoding make the message MALFORMED.
     CDATA sections are merged into text nodes (XML_PARSE_NOCDATA), so body
     decoders only ever see text.
@@ -35,7 +40,9 @@
 #include <stdint.h>
 #include <libxml/tree.h>
 
+#include "mx_config.h"
 #include "mx_tz.h"
+#include "mx_xml_shape.h"
 
 typedef enum {
     MX_SIS_OK = 0,
@@ -84,7 +91,14 @@ typedef struct {
     //  ignored and the text parsed as UTF-8. true: the bytes as a GB18030
     //  sender wrote them, converted by the declared encoding.
     bool raw_bytes;
+    //  Shape bounds (msgx.codec.max-attributes, ...; mx_sis_limits); a
+    //  member left 0 takes the key's default.
+    mx_xml_shape_t limits;
 } mx_sis_options_t;
+
+//  The shape bounds configured in config (msgx.codec.*).
+mx_xml_shape_t
+    mx_sis_limits (const mx_config_t *config);
 
 typedef struct _mx_sis_msg_t mx_sis_msg_t;
 

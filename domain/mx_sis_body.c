@@ -314,20 +314,31 @@ s_trimmed (const char *text)
     return copy;
 }
 
+static bool
+s_is_text (xmlNodePtr node)
+{
+    return (node->type == XML_TEXT_NODE || node->type == XML_CDATA_SECTION_NODE)
+        && node->content;
+}
+
 //  The element's own text (its direct text children), trimmed; malloc'd.
+//  Joined in one copy: text split into many pieces (by comments) must
+//  cost its length, not pieces times length.
 static char *
 s_own_text (xmlNodePtr node)
 {
     size_t length = 0;
     for (xmlNodePtr child = node->children; child; child = child->next)
-        if ((child->type == XML_TEXT_NODE || child->type == XML_CDATA_SECTION_NODE)
-        &&  child->content)
+        if (s_is_text (child))
             length += strlen ((const char *) child->content);
     char *joined = s_alloc (length + 1);
+    size_t used = 0;
     for (xmlNodePtr child = node->children; child; child = child->next)
-        if ((child->type == XML_TEXT_NODE || child->type == XML_CDATA_SECTION_NODE)
-        &&  child->content)
-            strcat (joined, (const char *) child->content);
+        if (s_is_text (child)) {
+            size_t piece = strlen ((const char *) child->content);
+            memcpy (joined + used, child->content, piece);
+            used += piece;
+        }
     char *text = s_trimmed (joined);
     free (joined);
     return text;

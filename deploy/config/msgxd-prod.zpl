@@ -261,6 +261,47 @@ msgx
         #   Raise only if legitimate schedule snapshots are larger.
         max-message-bytes = 16777216
 
+        #   most attributes on one element.
+        #   Integer; default 64; environment MSGX_CODEC_MAX_ATTRIBUTES.
+        #   Real SIS elements carry at most 3; libxml2 compares attributes
+        #   pairwise, so keep it low.
+        max-attributes = 64
+
+        #   most nodes in a message: elements, attributes, text pieces,
+        #   comments, processing instructions.
+        #   Integer; default 4000000; environment MSGX_CODEC_MAX_NODES.
+        #   A 2,000-flight DNLD has about 224,000 nodes (0.13 per byte); raise
+        #   with max-message-bytes only.
+        max-nodes = 4000000
+
+        #   most elements nested in one another (at most 256).
+        #   Integer; default 32; environment MSGX_CODEC_MAX_DEPTH.
+        #   SIS messages nest 5 deep.
+        max-depth = 32
+
+        #   most text runs, CDATA sections, comments and processing instructions
+        #   in a row between two tags.
+        #   Integer; default 64; environment MSGX_CODEC_MAX_TEXT_PIECES.
+        #   Real values are one piece of text, two with a comment.
+        max-text-pieces = 64
+
+        #   longest element or attribute name, bytes (at most 50000).
+        #   Integer; default 256; environment MSGX_CODEC_MAX_NAME_LENGTH.
+        #   SIS names are 4 characters; the longest seen (an xsi: attribute) is
+        #   29.
+        max-name-length = 256
+
+        #   most namespace declarations (xmlns attributes) in a message.
+        #   Integer; default 32; environment MSGX_CODEC_MAX_NAMESPACES.
+        #   Real messages declare at most one namespace.
+        max-namespaces = 32
+
+        #   most distinct element and attribute names in a message.
+        #   Integer; default 2048; environment MSGX_CODEC_MAX_DISTINCT_NAMES.
+        #   Real messages use about 50 names; unknown elements are kept, so
+        #   leave room.
+        max-distinct-names = 2048
+
     schd
         #   KAFKA:schd aggregation period.
         #   Duration (500ms, 30s, 10m, 2h, 30d); default 3s; environment

@@ -5,6 +5,10 @@
       parameter entities, billion laughs, quadratic blow-up, oversized):
       each ends DEAD(MALFORMED) with a clear reason, nothing is fetched, and
       the next message is processed; the refusals are counted in /metrics.
+    - Hostile shapes of 1 MiB (tools/mx_shape: deep nesting, 80,000-odd
+      attributes on one element, split text, a huge name, namespaces,
+      distinct names): each ends DEAD(MALFORMED) naming its msgx.codec.*
+      bound, counted by bound, and the next message is processed.
     - Encodings (WIRE.md §2): GB18030 declared is decoded, GBK declared is
       a retried CODEC_ERROR, invalid UTF-8 never gets into the mailbox.
     - HTTP attacks on the compat entry (oversized headers and bodies, slow
@@ -39,6 +43,7 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
+#include "mx_shape.h"
 #include "mx_testenv.h"
 #include "mx_testproc.h"
 
@@ -446,6 +451,67 @@ test_xml_attacks_end_dead_and_the_fifo_goes_on (void **state)
         fail_msg ("msgx_messages_dead_total{class=\"MALFORMED\"} is %g, expected 7", malformed);
 }
 
+//  Hostile shapes through the whole daemon, in FIFO order, each followed
+//  by a good message that must succeed: the shape check refuses each on
+//  its bound before libxml2 sees it, so none holds the FIFO.
+static void
+test_hostile_shapes_end_dead_and_the_fifo_goes_on (void **state)
+{
+    fixture_t *fx = *state;
+    //  Room for shapes of 1 MiB.
+    size_t big = (size_t) 2 << 20;
+    for (int i = 0; fx->env [i]; i++)
+        if (strncmp (fx->env [i], "MSGX_CODEC_MAX_MESSAGE_BYTES=", 29) == 0) {
+            free (fx->env [i]);
+            fx->env [i] = zsys_sprintf ("MSGX_CODEC_MAX_MESSAGE_BYTES=%zu", big);
+        }
+    struct {
+        mx_shape_kind_t kind;
+        size_t bytes;
+        const char *bound;
+    } shapes [] = {
+        //  848 KiB: about 80,000 attributes, the message that held the FIFO 11 s.
+        { MX_SHAPE_WIDE,       848 << 10, "max-attributes" },
+        { MX_SHAPE_DEEP,       1 << 20,   "max-depth" },
+        { MX_SHAPE_PIECES,     1 << 20,   "max-text-pieces" },
+        { MX_SHAPE_NAME,       1 << 20,   "max-name-length" },
+        { MX_SHAPE_NAMESPACES, 1 << 20,   "max-namespaces" },
+        { MX_SHAPE_DISTINCT,   1 << 20,   "max-distinct-names" },
+    };
+    size_t count = sizeof shapes / sizeof shapes [0];
+    s_start_daemon (fx);
+    int64_t id = 0;
+    int seqn = 300;
+    for (size_t i = 0; i < count; i++) {
+        size_t size;
+        char *xml = mx_shape_make (shapes [i].kind, shapes [i].bytes, &size);
+        assert_non_null (xml);
+        int64_t bad = mx_testmb_insert (fx->mb, ++id, xml, 1767254400000LL);
+        free (xml);
+        char key [16];
+        snprintf (key, sizeof key, "S%zu", i);
+        xml = s_good (++seqn, key, mx_shape_name (shapes [i].kind));
+        int64_t good = mx_testmb_insert (fx->mb, ++id, xml, 1767254400000LL);
+        free (xml);
+        char words [64];
+        snprintf (words, sizeof words, "msgx.codec.%s", shapes [i].bound);
+        s_expect_terminal (fx, bad, "DEAD|MALFORMED|", words);
+        s_expect_terminal (fx, good, "SUCCEEDED||", "");
+    }
+    //  Counted by bound, and as dead MALFORMED messages.
+    for (size_t i = 0; i < count; i++) {
+        char label [64];
+        snprintf (label, sizeof label, "bound=\"%s\"", shapes [i].bound);
+        double refused = s_metric (fx, "msgx_codec_refused_total{", label);
+        if (refused < 1)
+            fail_msg ("msgx_codec_refused_total{%s} is %g, expected at least 1", label, refused);
+    }
+    double malformed = s_metric (fx, "msgx_messages_dead_total{", "class=\"MALFORMED\"");
+    if (malformed != (double) count)
+        fail_msg ("msgx_messages_dead_total{class=\"MALFORMED\"} is %g, expected %zu",
+                  malformed, count);
+}
+
 //  WIRE.md §2 on encodings, through the daemon.
 static void
 test_encodings_per_wire_format (void **state)
@@ -683,6 +749,8 @@ main (void)
 {
     const struct CMUnitTest tests [] = {
         cmocka_unit_test_setup_teardown (test_xml_attacks_end_dead_and_the_fifo_goes_on, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_hostile_shapes_end_dead_and_the_fifo_goes_on,
+                                         s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_encodings_per_wire_format, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_refusals_quoting_multibyte_input_do_not_stop_the_fifo,
                                          s_setup, s_teardown),

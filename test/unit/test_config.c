@@ -708,6 +708,55 @@ test_zpl_traps_name_the_line_never_the_value (void **state)
     zlist_destroy (&errors);
     s_remove (&path);
 
+    //  More settings than any config: refused before the ZPL parser, whose
+    //  cost grows with the square of the settings at one level.
+    char *many = zmalloc (4097 * 6 + 1);
+    for (int i = 0; i < 4097; i++)
+        memcpy (many + 6 * i, "a = 1\n", 6);
+    path = s_write ("many-settings.zpl", many);
+    free (many);
+    config = mx_config_load (path, s_no_env, &errors, NULL);
+    assert_null (config);
+    s_dump (errors);
+    assert_true (s_has (errors, path, "more than 4096 settings (line 4097)", NULL));
+    zlist_destroy (&errors);
+    s_remove (&path);
+
+    //  Found by fuzz_config: a value that is not UTF-8 loaded, then
+    //  --check-config asserted turning it into JSON.
+    path = s_write ("not-utf8.zpl", "mailbox.shared-mysql.password = \"x\xff\xfe\"\n");
+    config = mx_config_load (path, s_no_env, &errors, NULL);
+    assert_null (config);
+    assert_true (s_has (errors, "mailbox.shared-mysql.password", "not valid UTF-8", NULL));
+    zlist_destroy (&errors);
+    s_remove (&path);
+
+    //  A file that is not ZPL at all: a few lines named, then one line.
+    char *noise = zmalloc (100 * 6 + 1);
+    for (int i = 0; i < 100; i++)
+        memcpy (noise + 6 * i, "  x y\n", 6);
+    path = s_write ("noise.zpl", noise);
+    free (noise);
+    config = mx_config_load (path, s_no_env, &errors, NULL);
+    assert_null (config);
+    assert_int_equal (zlist_size (errors), 21);
+    assert_true (s_has (errors, path, "more problems from line 21 on, not listed", NULL));
+    zlist_destroy (&errors);
+    s_remove (&path);
+
+    //  A bad line after many good ones is found and named.
+    char *late = zmalloc (4000 * 6 + 32);
+    for (int i = 0; i < 4000; i++)
+        memcpy (late + 6 * i, "a = 1\n", 6);
+    strcpy (late + 4000 * 6, "  bad indent = 1\n");
+    path = s_write ("late-bad-line.zpl", late);
+    free (late);
+    config = mx_config_load (path, s_no_env, &errors, NULL);
+    assert_null (config);
+    assert_true (s_has (errors, path, "line 4001", "not valid ZPL", "steps of 4 spaces", NULL));
+    zlist_destroy (&errors);
+    s_remove (&path);
+
     char *missing = zsys_sprintf ("%s/missing.zpl", s_dir);
     config = mx_config_load (missing, s_no_env, &errors, NULL);
     assert_null (config);

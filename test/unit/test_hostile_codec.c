@@ -126,8 +126,8 @@ test_quoted_values_stay_utf8 (void **state)
     free (gb);
 }
 
-//  Deep nesting: libxml2's depth limit (no XML_PARSE_HUGE) refuses it
-//  before the tree grows; the decoder never recurses over input depth.
+//  Deep nesting: the depth bound (msgx.codec.max-depth) refuses it before
+//  libxml2 sees it; the decoder never recurses over input depth.
 static void
 test_deep_nesting_is_refused (void **state)
 {
@@ -143,7 +143,7 @@ test_deep_nesting_is_refused (void **state)
     for (size_t i = 0; i < depth; i++)
         at += sprintf (at, "</X>");
     at += sprintf (at, "</MSG>");
-    s_refused_utf8 (xml, (size_t) (at - xml), MX_SIS_MALFORMED, "not well-formed XML");
+    s_refused_utf8 (xml, (size_t) (at - xml), MX_SIS_MALFORMED, "msgx.codec.max-depth");
     free (xml);
 }
 

@@ -1,0 +1,2 @@
+msgx.log.level = info
+msgx.kafka.topic.msg = "msgxÿþ"
