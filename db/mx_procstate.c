@@ -18,42 +18,12 @@
 //  Terminal states owe a processed mark from the moment they are written.
 #define S_TERMINAL_SET "finished_at = " TS (2) ", updated_at = " TS (2) ", backfill_next_at = " TS (2)
 
-static const char *s_states [] = { "PENDING", "FAILED", "SUCCEEDED", "SKIPPED", "DEAD" };
-static const char *s_classes [] = {
-    NULL, "MALFORMED", "PROTOCOL", "CODEC_ERROR", "UNSUPPORTED", "INFRA", "EXHAUSTED"
-};
-
-const char *
-mx_state_name (mx_state_t state)
-{
-    assert (state >= MX_STATE_PENDING && state <= MX_STATE_DEAD);
-    return s_states [state];
-}
-
-const char *
-mx_error_class_name (mx_error_class_t error_class)
-{
-    assert (error_class >= MX_ERR_NONE && error_class <= MX_ERR_EXHAUSTED);
-    return s_classes [error_class];
-}
-
-mx_error_class_t
-mx_error_class_lookup (const char *name)
-{
-    for (int i = MX_ERR_MALFORMED; name && i <= MX_ERR_EXHAUSTED; i++)
-        if (strcmp (name, s_classes [i]) == 0)
-            return (mx_error_class_t) i;
-    return MX_ERR_NONE;
-}
-
 static mx_state_t
 s_state_lookup (const char *name)
 {
-    for (int i = 0; i <= MX_STATE_DEAD; i++)
-        if (strcmp (name, s_states [i]) == 0)
-            return (mx_state_t) i;
-    assert (!"state not in the schema's list");
-    return MX_STATE_PENDING;
+    int state = mx_state_lookup (name);
+    assert (state >= 0 && "state not in the schema's list");
+    return state < 0 ? MX_STATE_PENDING : (mx_state_t) state;
 }
 
 //  Text of ms, or NULL (SQL NULL) for -1.

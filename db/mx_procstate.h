@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mx_lifecycle.h"
+
 //  ---------------------------------------------------------------------
 //  Inbox cursor
 
@@ -48,20 +50,6 @@ int mx_procstate_insert_compat (PGconn *conn, int64_t msg_id, int64_t received_m
 
 //  ---------------------------------------------------------------------
 //  The FIFO head and the lifecycle
-
-typedef enum {
-    MX_STATE_PENDING, MX_STATE_FAILED, MX_STATE_SUCCEEDED, MX_STATE_SKIPPED, MX_STATE_DEAD
-} mx_state_t;
-
-typedef enum {
-    MX_ERR_NONE, MX_ERR_MALFORMED, MX_ERR_PROTOCOL, MX_ERR_CODEC_ERROR,
-    MX_ERR_UNSUPPORTED, MX_ERR_INFRA, MX_ERR_EXHAUSTED
-} mx_error_class_t;
-
-const char *mx_state_name (mx_state_t state);
-const char *mx_error_class_name (mx_error_class_t error_class);
-//  MX_ERR_NONE for an unknown name.
-mx_error_class_t mx_error_class_lookup (const char *name);
 
 typedef struct {
     int64_t msg_id;
