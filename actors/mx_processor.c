@@ -884,27 +884,17 @@ s_pg (s_processor_t *self, char **error)
     return 0;
 }
 
-//  The ready messages after `after`: PENDING rows in msg_id order up to W,
-//  stopping at the first FAILED one (it holds the FIFO).
+//  The ready messages after `after` (see mx_procstate_ready_after).
 static size_t
 s_next_ready (s_processor_t *self, int64_t after, int64_t *ids, size_t max)
 {
-    char after_text [MX_PG_INT64_BUFSIZE], limit [MX_PG_INT64_BUFSIZE];
-    const char *params [] = { mx_pg_int64_text (after, after_text), mx_pg_int64_text ((int64_t) max, limit) };
-    PGresult *res = NULL;
+    size_t count = 0;
     char *error = NULL;
-    if (mx_pg_exec (self->pg,
-            "SELECT msg_id, state = 'PENDING' AND msg_id <= (SELECT committed_up_to FROM inbox_cursor)"
-            " FROM proc_state WHERE state IN ('PENDING', 'FAILED') AND msg_id > $1::bigint"
-            " ORDER BY msg_id LIMIT $2::bigint", 2, params, &res, &error)) {
+    if (mx_procstate_ready_after (self->pg, after, ids, max, &count, &error)) {
         mx_warn (ACTOR, "cannot look for more ready messages: %s", error);
         free (error);
         return 0;
     }
-    size_t count = 0;
-    for (int row = 0; row < PQntuples (res) && strcmp (PQgetvalue (res, row, 1), "t") == 0; row++)
-        ids [count++] = mx_pg_get_int64 (res, row, 0);
-    PQclear (res);
     return count;
 }
 

@@ -240,6 +240,24 @@ s_update (PGconn *conn, const char *sql, int nparams, const char *const *params,
 }
 
 int
+mx_procstate_ready_after (PGconn *conn, int64_t after, int64_t *ids, size_t max, size_t *count, char **error)
+{
+    *count = 0;
+    char after_text [MX_PG_INT64_BUFSIZE], limit [MX_PG_INT64_BUFSIZE];
+    const char *params [] = { mx_pg_int64_text (after, after_text), mx_pg_int64_text ((int64_t) max, limit) };
+    PGresult *res = NULL;
+    if (mx_pg_exec (conn,
+            "SELECT msg_id, state = 'PENDING' AND msg_id <= (SELECT committed_up_to FROM inbox_cursor)"
+            " FROM proc_state WHERE state IN ('PENDING', 'FAILED') AND msg_id > $1::bigint"
+            " ORDER BY msg_id LIMIT $2::bigint", 2, params, &res, error))
+        return -1;
+    for (int row = 0; row < PQntuples (res) && strcmp (PQgetvalue (res, row, 1), "t") == 0; row++)
+        ids [(*count)++] = mx_pg_get_int64 (res, row, 0);
+    PQclear (res);
+    return 0;
+}
+
+int
 mx_procstate_mark_started (PGconn *conn, int64_t msg_id, int64_t now_ms, char **error)
 {
     char id [MX_PG_INT64_BUFSIZE], now [MX_PG_INT64_BUFSIZE];

@@ -70,6 +70,12 @@ int mx_procstate_head (PGconn *conn, mx_head_t *head, int64_t *w, char **error);
 //  The same, for one row (any state). Returns 1 found, 0 none, -1.
 int mx_procstate_get (PGconn *conn, int64_t msg_id, mx_head_t *row, char **error);
 
+//  The messages ready after `after`: PENDING rows in msg_id order up to
+//  W, stopping at the first FAILED one (it holds the FIFO), at most max.
+//  *count gets how many went into ids.
+int mx_procstate_ready_after (PGconn *conn, int64_t after, int64_t *ids, size_t max, size_t *count,
+                              char **error);
+
 //  processing_started_at = now, the first time only.
 int mx_procstate_mark_started (PGconn *conn, int64_t msg_id, int64_t now_ms, char **error);
 
