@@ -42,7 +42,6 @@ typedef struct {
     const mx_actor_args_t *args;
     const mx_config_t *config;
     mx_clock_t *clock;
-    bool terminated;
     PGconn *pg;
     mx_mailbox_t *mailbox;
     mx_tz_t *zone;
@@ -1014,31 +1013,19 @@ s_handle_data (s_processor_t *self)
     if (!rest)
         return;
     assert (cmd == MX_CMD_PROCESS);
-    char *id_text = mx_cmd_pop_str (rest);
-    char *epoch = mx_cmd_pop_str (rest);
-    mx_cmd_done (&rest);
-    int64_t msg_id = strtoll (id_text, NULL, 10);
-    const char *state = s_process_batch (self, msg_id);
-    mx_cmd_send (self->data, MX_CMD_PROCESSED, (uint64_t) msg_id, strtoull (epoch, NULL, 10), state);
+    mx_cmd_PROCESS_t process;
+    mx_cmd_PROCESS_take (&rest, &process);
+    const char *state = s_process_batch (self, (int64_t) process.msg_id);
+    mx_cmd_send (self->data, MX_CMD_PROCESSED, process.msg_id, process.epoch, state);
     self->replied_at = zclock_usecs ();
     s_ahead_decode (self, NULL);
-    free (id_text);
-    free (epoch);
 }
 
-static void
-s_handle_pipe (s_processor_t *self)
+static bool
+s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
 {
-    zmsg_t *rest = NULL;
-    mx_cmd_t cmd = mx_cmd_recv (self->pipe, &rest);
-    if (!rest) {
-        self->terminated = true;
-        return;
-    }
+    s_processor_t *self = (s_processor_t *) self_;
     switch (cmd) {
-        case MX_CMD_TERM:
-            self->terminated = true;
-            break;
         case MX_CMD_START: {
             char *error = NULL;
             self->zone = mx_tz_load (self->config->operation_day_zone, &error);
@@ -1073,6 +1060,26 @@ s_handle_pipe (s_processor_t *self)
             assert (!"processor: unexpected command");
     }
     mx_cmd_done (&rest);
+    return true;
+}
+
+static bool
+s_data_ready (void *self_, void *arg)
+{
+    (void) arg;
+    s_handle_data ((s_processor_t *) self_);
+    return false;
+}
+
+//  The pump's PAIR, once started.
+static size_t
+s_sources (void *self_, mx_actor_source_t *sources, size_t max)
+{
+    s_processor_t *self = (s_processor_t *) self_;
+    if (!self->data || max < 1)
+        return 0;
+    sources [0] = (mx_actor_source_t) { .sock = self->data, .ready = s_data_ready };
+    return 1;
 }
 
 void
@@ -1093,20 +1100,8 @@ mx_processor_actor (zsock_t *pipe, void *args)
     //  backfill sweep anyway): never block on them, e.g. while control is
     //  busy stopping the actors and not reading this pipe.
     zsock_set_sndtimeo (pipe, 0);
-    zsock_signal (pipe, 0);
-    while (!self->terminated) {
-        zmq_pollitem_t items [] = {
-            { zsock_resolve (self->pipe), 0, ZMQ_POLLIN, 0 },
-            { self->data ? zsock_resolve (self->data) : NULL, 0, ZMQ_POLLIN, 0 }
-        };
-        if (zmq_poll (items, self->data ? 2 : 1, -1) < 0 && zmq_errno () != EINTR)
-            break;
-        if (items [0].revents & ZMQ_POLLIN)
-            s_handle_pipe (self);
-        else
-        if (self->data && (items [1].revents & ZMQ_POLLIN))
-            s_handle_data (self);
-    }
+    mx_actor_ops_t ops = { .command = s_command, .sources = s_sources };
+    mx_actor_run (pipe, self->clock, &ops, self);
     if (self->processed)
         mx_info (ACTOR, "stopped after %" PRIu64 " messages in %" PRIu64 " transactions",
                  self->processed, self->transactions);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "mx_backoff.h"
+#include "mx_bulk.h"
 #include "mx_pg.h"
 
 //  SQL fragments: a bigint ms parameter as timestamptz (NULL stays NULL),
@@ -547,4 +548,51 @@ mx_audit_write (PGconn *conn, const char *actor, const char *os_user, const char
         "INSERT INTO audit_log (at, actor, os_user, action, target, result, detail)"
         " VALUES (" TS (1) ", $2, $3, $4, $5::jsonb, $6, $7)",
         7, params, NULL, error);
+}
+
+int
+mx_released_holes_due (PGconn *conn, int64_t now_ms, int64_t window_ms, int64_t limit,
+                       mx_released_hole_t **holes, size_t *count, char **error)
+{
+    *holes = NULL;
+    *count = 0;
+    char now_text [MX_PG_INT64_BUFSIZE], window [MX_PG_INT64_BUFSIZE], batch [MX_PG_INT64_BUFSIZE];
+    const char *params [] = {
+        mx_pg_int64_text (now_ms, now_text), mx_pg_int64_text (window_ms, window), mx_pg_int64_text (limit, batch)
+    };
+    PGresult *res = NULL;
+    if (mx_pg_exec (conn,
+            "SELECT id, id_from, id_to, coalesce (array_length (late_ids, 1), 0) FROM released_hole"
+            " WHERE released_at > to_timestamp (($1::bigint - $2::bigint) / 1000.0)"
+            " ORDER BY last_checked_at NULLS FIRST, id LIMIT $3::bigint",
+            3, params, &res, error))
+        return -1;
+    size_t rows = (size_t) PQntuples (res);
+    *holes = (mx_released_hole_t *) calloc (rows + 1, sizeof (mx_released_hole_t));
+    assert (*holes);
+    for (size_t row = 0; row < rows; row++)
+        (*holes) [row] = (mx_released_hole_t) {
+            mx_pg_get_int64 (res, (int) row, 0), mx_pg_get_int64 (res, (int) row, 1),
+            mx_pg_get_int64 (res, (int) row, 2), (int) mx_pg_get_int64 (res, (int) row, 3)
+        };
+    *count = rows;
+    PQclear (res);
+    return 0;
+}
+
+int
+mx_released_hole_checked (PGconn *conn, int64_t id, int64_t now_ms, const int64_t *late, size_t count,
+                          char **error)
+{
+    char id_text [MX_PG_INT64_BUFSIZE], now_text [MX_PG_INT64_BUFSIZE];
+    char *array = count ? mx_bulk_int_array (late, count) : NULL;
+    const char *params [] = { mx_pg_int64_text (id, id_text), mx_pg_int64_text (now_ms, now_text), array };
+    int rc = mx_pg_exec (conn,
+            "UPDATE released_hole SET last_checked_at = to_timestamp ($2::bigint / 1000.0),"
+            " late_ids = coalesce ($3::bigint[], late_ids),"
+            " late_detected_at = CASE WHEN $3::bigint[] IS NOT NULL"
+            "   THEN coalesce (late_detected_at, to_timestamp ($2::bigint / 1000.0)) ELSE late_detected_at END"
+            " WHERE id = $1::bigint", 3, params, NULL, error);
+    free (array);
+    return rc;
 }

@@ -44,6 +44,22 @@ int mx_procstate_enqueue (PGconn *conn, const int64_t *ids, const int64_t *recei
 //  (*error says why), -1 failure.
 int mx_cursor_seed (PGconn *conn, int64_t w, int64_t now_ms, char **error);
 
+//  Released holes (the late-arrival check): those released within
+//  window_ms before now, least recently checked first, at most limit.
+typedef struct {
+    int64_t id;
+    int64_t from, to;           //  the missing IDs it jumped over
+    int late;                   //  late arrivals recorded so far
+} mx_released_hole_t;
+
+int mx_released_holes_due (PGconn *conn, int64_t now_ms, int64_t window_ms, int64_t limit,
+                           mx_released_hole_t **holes, size_t *count, char **error);
+
+//  A hole checked at now: the late arrivals found (none: count 0) are
+//  recorded, with the time of the first detection.
+int mx_released_hole_checked (PGconn *conn, int64_t id, int64_t now_ms, const int64_t *late,
+                              size_t count, char **error);
+
 //  Compat entry: a PENDING row with source 'compat'; nothing if it exists.
 int mx_procstate_insert_compat (PGconn *conn, int64_t msg_id, int64_t received_ms,
                                 int64_t now_ms, char **error);
