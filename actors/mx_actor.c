@@ -28,16 +28,20 @@ s_start (zactor_fn *fn, void *args, const char *role, bool paused, int timeout_m
     zmsg_t *rest = NULL;
     mx_cmd_t reply = mx_cmd_recv_timeout (zactor_sock (actor), timeout_ms, &rest);
     if (reply == MX_CMD_START_OK) {
-        char *text = mx_cmd_pop_str (rest);
-        if (detail)
-            *detail = text;
-        else
-            free (text);
-        mx_cmd_done (&rest);
+        mx_cmd_START_OK_t started;
+        mx_cmd_START_OK_take (&rest, &started);
+        if (detail) {
+            *detail = started.detail;
+            started.detail = NULL;
+        }
+        mx_cmd_START_OK_free (&started);
         return actor;
     }
-    if (reply == MX_CMD_START_FAILED)
-        *error = mx_cmd_pop_str (rest);
+    if (reply == MX_CMD_START_FAILED) {
+        mx_cmd_START_FAILED_t failed;
+        mx_cmd_START_FAILED_take (&rest, &failed);
+        *error = failed.reason;
+    }
     else
     if (!rest)
         *error = strdup ("no reply to START in time");
@@ -165,4 +169,72 @@ mx_actor_pg (PGconn **conn, const mx_config_t *config, const char *actor, mx_pro
         return 0;
     mx_problem_report (problem, "PostgreSQL unreachable", error);
     return -1;
+}
+
+//  One command from the parent. false: the actor stops.
+static bool
+s_command (zsock_t *pipe, const mx_actor_ops_t *ops, void *self)
+{
+    zmsg_t *rest = NULL;
+    mx_cmd_t cmd = mx_cmd_recv (pipe, &rest);
+    if (!rest)
+        return false;                   //  interrupted
+    if (cmd == MX_CMD_TERM) {
+        mx_cmd_done (&rest);
+        return false;
+    }
+    return ops->command (self, cmd, rest);
+}
+
+static zmq_pollitem_t
+s_item (zsock_t *sock, int fd)
+{
+    return (zmq_pollitem_t) { sock ? zsock_resolve (sock) : NULL, sock ? 0 : fd, ZMQ_POLLIN, 0 };
+}
+
+void
+mx_actor_run (zsock_t *pipe, mx_clock_t *clock, const mx_actor_ops_t *ops, void *self)
+{
+    assert (pipe && ops && ops->command);
+    zsock_t *ticks = NULL;
+    if (ops->deadline && clock && mx_clock_endpoint (clock))
+        ticks = zsock_new_sub (mx_clock_endpoint (clock), "");
+    zsock_signal (pipe, 0);
+    bool running = true;
+    while (running) {
+        zmq_pollitem_t items [MX_ACTOR_SOURCES_MAX + 2];
+        mx_actor_source_t sources [MX_ACTOR_SOURCES_MAX];
+        int count = 0, tick_index = -1;
+        items [count++] = s_item (pipe, -1);
+        if (ticks) {
+            tick_index = count;
+            items [count++] = s_item (ticks, -1);
+        }
+        size_t extra = ops->sources ? ops->sources (self, sources, MX_ACTOR_SOURCES_MAX) : 0;
+        int first = count;
+        for (size_t i = 0; i < extra; i++)
+            items [count++] = s_item (sources [i].sock, sources [i].fd);
+        long timeout = ops->timeout ? ops->timeout (self)
+                     : ops->deadline ? mx_clock_timeout (clock, ops->deadline (self)) : -1;
+        if (zmq_poll (items, count, timeout) < 0) {
+            if (zmq_errno () == EINTR)
+                continue;
+            break;
+        }
+        if (items [0].revents & ZMQ_POLLIN) {
+            running = s_command (pipe, ops, self);
+            continue;
+        }
+        if (tick_index >= 0 && (items [tick_index].revents & ZMQ_POLLIN)) {
+            char *tick = zstr_recv (ticks);
+            zstr_free (&tick);
+        }
+        bool again = false;
+        for (size_t i = 0; i < extra && !again; i++)
+            if (items [first + i].revents & (ZMQ_POLLIN | ZMQ_POLLERR))
+                again = sources [i].ready (self, sources [i].arg);
+        if (!again && ops->wake)
+            ops->wake (self);
+    }
+    zsock_destroy (&ticks);
 }

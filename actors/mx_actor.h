@@ -93,6 +93,44 @@ void mx_problem_clear (mx_problem_t *self);
 //  or -1 after reporting the failure to problem.
 int mx_actor_pg (PGconn **conn, const mx_config_t *config, const char *actor, mx_problem_t *problem);
 
+//  ---------------------------------------------------------------------
+//  The loop every actor runs: its parent's pipe ("$TERM" ends it), the
+//  fake clock's ticks, the actor's own sockets and descriptors, and its
+//  timers. An actor file holds only its state and these handlers.
+
+//  One more thing an actor watches: a socket, or a descriptor (sock NULL).
+typedef struct {
+    zsock_t *sock;
+    int fd;
+    //  Readable (or in error). true: poll again before any other source
+    //  and before wake (the handler may have changed what is watched).
+    bool (*ready) (void *self, void *arg);
+    void *arg;
+} mx_actor_source_t;
+
+#define MX_ACTOR_SOURCES_MAX 62
+
+typedef struct {
+    //  A command from the parent other than "$TERM"; the handler takes the
+    //  frames (mx_cmd_done). false: stop the actor (after START_FAILED and
+    //  mx_actor_wait_term).
+    bool (*command) (void *self, mx_cmd_t cmd, zmsg_t *rest);
+    //  The sources to watch this turn, at most max; returns how many.
+    size_t (*sources) (void *self, mx_actor_source_t *sources, size_t max);
+    //  The clock time by which wake must run: INT64_MAX none, a past time
+    //  at once. Fake clock: re-checked on every tick.
+    int64_t (*deadline) (void *self);
+    //  Instead of a deadline: a poll timeout in real milliseconds (-1 none),
+    //  for a library that keeps its own timers.
+    long (*timeout) (void *self);
+    //  After each turn that brought no command: run what is due.
+    void (*wake) (void *self);
+} mx_actor_ops_t;
+
+//  Signals the parent that the thread runs, then loops until "$TERM", an
+//  interrupted pipe or a command handler's false.
+void mx_actor_run (zsock_t *pipe, mx_clock_t *clock, const mx_actor_ops_t *ops, void *self);
+
 //  After START_FAILED an actor waits here for "$TERM" and returns.
 void mx_actor_wait_term (zsock_t *pipe);
 

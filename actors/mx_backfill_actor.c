@@ -26,8 +26,6 @@ typedef struct {
     const mx_actor_args_t *args;
     const mx_config_t *config;
     mx_clock_t *clock;
-    zsock_t *ticks;
-    bool terminated;
     bool started;
     PGconn *pg;
     mx_mailbox_t *mailbox;
@@ -183,14 +181,11 @@ s_sweep (s_backfill_t *self)
 }
 
 static void
-s_marks_owed (s_backfill_t *self, zmsg_t *rest)
+s_marks_owed (s_backfill_t *self, zmsg_t **rest_p)
 {
-    char *from_text = mx_cmd_pop_str (rest);
-    char *to_text = mx_cmd_pop_str (rest);
-    int64_t from = strtoll (from_text, NULL, 10);
-    int64_t to = strtoll (to_text, NULL, 10);
-    free (from_text);
-    free (to_text);
+    mx_cmd_MARKS_OWED_t owed;
+    mx_cmd_MARKS_OWED_take (rest_p, &owed);
+    int64_t from = (int64_t) owed.from, to = (int64_t) owed.to;
     if (!self->started || self->config->shadow)
         return;
     //  A processing batch is bounded (process-batch), so this is too.
@@ -244,11 +239,11 @@ s_recover (s_backfill_t *self, json_t *args, bool *ok)
 }
 
 static void
-s_handle_admin (s_backfill_t *self, zmsg_t *rest)
+s_handle_admin (s_backfill_t *self, zmsg_t **rest_p)
 {
-    char *request = mx_cmd_pop_str (rest);
-    char *verb = mx_cmd_pop_str (rest);
-    char *args_text = mx_cmd_pop_str (rest);
+    mx_cmd_ADMIN_t admin;
+    mx_cmd_ADMIN_take (rest_p, &admin);
+    const char *verb = admin.verb, *args_text = admin.args;
     json_t *args = json_loads (args_text, 0, NULL);
     bool ok = false;
     char *payload = NULL;
@@ -259,15 +254,13 @@ s_handle_admin (s_backfill_t *self, zmsg_t *rest)
         payload = strdup ("backfill recover: the arguments are not a JSON object");
     else
         payload = s_recover (self, args, &ok);
-    mx_cmd_send (self->pipe, MX_CMD_ADMIN_REPLY, strtoull (request, NULL, 10), ok ? "OK" : "ERR", payload);
+    mx_cmd_send (self->pipe, MX_CMD_ADMIN_REPLY, admin.request, ok ? "OK" : "ERR", payload);
     //  Re-armed rows are due now.
     if (ok && self->started && !self->config->shadow)
         self->next_sweep = mx_clock_now (self->clock);
     free (payload);
     json_decref (args);
-    free (request);
-    free (verb);
-    free (args_text);
+    mx_cmd_ADMIN_free (&admin);
 }
 
 //  ---------------------------------------------------------------------
@@ -305,27 +298,19 @@ s_start (s_backfill_t *self)
     self->next_sweep = mx_clock_now (self->clock);
 }
 
-static void
-s_handle_pipe (s_backfill_t *self)
+static bool
+s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
 {
-    zmsg_t *rest = NULL;
-    mx_cmd_t cmd = mx_cmd_recv (self->pipe, &rest);
-    if (!rest) {
-        self->terminated = true;
-        return;
-    }
+    s_backfill_t *self = (s_backfill_t *) self_;
     switch (cmd) {
-        case MX_CMD_TERM:
-            self->terminated = true;
-            break;
         case MX_CMD_START:
             s_start (self);
             break;
         case MX_CMD_MARKS_OWED:
-            s_marks_owed (self, rest);
+            s_marks_owed (self, &rest);
             break;
         case MX_CMD_ADMIN:
-            s_handle_admin (self, rest);
+            s_handle_admin (self, &rest);
             break;
         case MX_CMD_PAUSE:
         case MX_CMD_RESUME:
@@ -334,6 +319,21 @@ s_handle_pipe (s_backfill_t *self)
             assert (!"backfill: unexpected command");
     }
     mx_cmd_done (&rest);
+    return true;
+}
+
+static int64_t
+s_deadline (void *self_)
+{
+    return ((s_backfill_t *) self_)->next_sweep;
+}
+
+static void
+s_wake (void *self_)
+{
+    s_backfill_t *self = (s_backfill_t *) self_;
+    if (mx_clock_now (self->clock) >= self->next_sweep)
+        s_sweep (self);
 }
 
 void
@@ -346,38 +346,17 @@ mx_backfill_actor (zsock_t *pipe, void *args)
     self->config = self->args->config;
     self->clock = self->args->clock;
     self->mailbox = mx_mailbox_new (self->config);
-    if (mx_clock_endpoint (self->clock))
-        self->ticks = zsock_new_sub (mx_clock_endpoint (self->clock), "");
     //  Nothing runs before START.
     self->next_sweep = INT64_MAX;
-    zsock_signal (pipe, 0);
 
-    while (!self->terminated) {
-        zmq_pollitem_t items [] = {
-            { zsock_resolve (self->pipe), 0, ZMQ_POLLIN, 0 },
-            { self->ticks ? zsock_resolve (self->ticks) : NULL, 0, ZMQ_POLLIN, 0 }
-        };
-        if (zmq_poll (items, self->ticks ? 2 : 1, mx_clock_timeout (self->clock, self->next_sweep)) < 0
-        &&  zmq_errno () != EINTR)
-            break;
-        if (items [0].revents & ZMQ_POLLIN) {
-            s_handle_pipe (self);
-            continue;
-        }
-        if (self->ticks && (items [1].revents & ZMQ_POLLIN)) {
-            char *tick = zstr_recv (self->ticks);
-            zstr_free (&tick);
-        }
-        if (mx_clock_now (self->clock) >= self->next_sweep)
-            s_sweep (self);
-    }
+    mx_actor_ops_t ops = { .command = s_command, .deadline = s_deadline, .wake = s_wake };
+    mx_actor_run (pipe, self->clock, &ops, self);
     if (self->written || self->already || self->missing || self->retried || self->exhausted)
         mx_info (ACTOR, "stopped: %" PRIu64 " marks written, %" PRIu64 " already marked, %" PRIu64 " missing, %"
                         PRIu64 " failed attempts, %" PRIu64 " exhausted",
                  self->written, self->already, self->missing, self->retried, self->exhausted);
     mx_pg_disconnect (&self->pg);
     mx_mailbox_destroy (&self->mailbox);
-    zsock_destroy (&self->ticks);
     free (self->rows);
     free (self->results);
     free (self->marks);

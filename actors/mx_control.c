@@ -9,10 +9,12 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include "mx_instance_lock.h"
 #include "mx_log.h"
 #include "mx_mailbox.h"
 #include "mx_migrate.h"
 #include "mx_pg.h"
+#include "mx_readmodel.h"
 #include "mx_sis.h"
 #include "mx_sis_body.h"
 
@@ -39,11 +41,9 @@ typedef struct {
     const mx_control_args_t *args;
     const mx_config_t *config;
     mx_clock_t *clock;
-    bool terminated;
     s_role_t role;
     zsock_t *admin;             //  ROUTER for msgxctl
     bool admin_ipc;             //  we created the ipc socket file
-    zsock_t *ticks;             //  fake clock announcements, or NULL
     PGconn *lock_conn;          //  holds the session advisory lock
     bool lock_waiting;          //  async pg_advisory_lock in flight
     PGconn *status_conn;        //  reads for status; reconnects lazily
@@ -54,7 +54,6 @@ typedef struct {
     s_child_t *children;
     size_t children_started;
     char *pg_error;             //  last PostgreSQL problem, for status
-    char lock_key [32];
     char scope [64];            //  names our children's inproc sockets
     zhashx_t *admin_waiting;    //  request id -> REQ identity frame
     uint64_t admin_sequence;
@@ -291,9 +290,8 @@ s_connect (s_control_t *self)
     }
     s_note_pg_error (self, NULL);
     self->retry_at = INT64_MAX;
-    const char *params [] = { self->lock_key };
-    PGresult *res = NULL;
-    if (mx_pg_exec (self->lock_conn, "SELECT pg_try_advisory_lock($1::bigint)", 1, params, &res, &error)) {
+    int got = mx_instance_lock_try (self->lock_conn, self->config->instance_lock_key, &error);
+    if (got < 0) {
         mx_warn (ACTOR, "instance lock query failed: %s", error);
         s_note_pg_error (self, error);
         free (error);
@@ -301,15 +299,13 @@ s_connect (s_control_t *self)
         self->retry_at = mx_clock_now (self->clock) + self->config->instance_standby_retry;
         return;
     }
-    bool got = strcmp (PQgetvalue (res, 0, 0), "t") == 0;
-    PQclear (res);
     if (got) {
         s_become_active (self);
         return;
     }
-    if (!PQsendQueryParams (self->lock_conn, "SELECT pg_advisory_lock($1::bigint)",
-                            1, NULL, params, NULL, NULL, 0)) {
-        mx_warn (ACTOR, "cannot wait for the instance lock: %s", PQerrorMessage (self->lock_conn));
+    if (mx_instance_lock_wait (self->lock_conn, self->config->instance_lock_key, &error)) {
+        mx_warn (ACTOR, "cannot wait for the instance lock: %s", error);
+        free (error);
         s_lock_disconnect (self);
         self->retry_at = mx_clock_now (self->clock) + self->config->instance_standby_retry;
         return;
@@ -323,32 +319,12 @@ s_connect (s_control_t *self)
 static void
 s_lock_readable (s_control_t *self)
 {
-    bool broken = !PQconsumeInput (self->lock_conn) || PQstatus (self->lock_conn) != CONNECTION_OK;
-    bool granted = false;
-    if (!broken && self->lock_waiting && !PQisBusy (self->lock_conn)) {
-        PGresult *res;
-        while ((res = PQgetResult (self->lock_conn))) {
-            if (PQresultStatus (res) == PGRES_TUPLES_OK)
-                granted = true;
-            else
-                broken = true;
-            PQclear (res);
-        }
-        self->lock_waiting = false;
-    }
-    else
-    if (!broken && !self->lock_waiting) {
-        //  Nothing is expected on an idle lock connection but notices.
-        PGnotify *notify;
-        while ((notify = PQnotifies (self->lock_conn)))
-            PQfreemem (notify);
-    }
-    if (broken) {
-        char *why = zsys_sprintf ("lost the PostgreSQL connection holding the instance lock: %s",
-                                  PQerrorMessage (self->lock_conn));
-        char *end = why + strlen (why);
-        while (end > why && (end [-1] == '\n' || end [-1] == ' '))
-            *--end = 0;
+    char *why = NULL;
+    int rc = mx_instance_lock_readable (self->lock_conn, &self->lock_waiting, &why);
+    if (rc < 0) {
+        char *line = zsys_sprintf ("lost the PostgreSQL connection holding the instance lock: %s", why);
+        free (why);
+        why = line;
         s_lock_disconnect (self);
         if (self->role == ROLE_ACTIVE) {
             //  Fencing: another instance may own the lock by now.
@@ -364,7 +340,7 @@ s_lock_readable (s_control_t *self)
         free (why);
     }
     else
-    if (granted)
+    if (rc == 1)
         s_become_active (self);
 }
 
@@ -385,16 +361,34 @@ s_set_role (s_control_t *self, s_role_t role, const char *why)
 //  ---------------------------------------------------------------------
 //  Status
 
-static json_t *
-s_pg_value (PGresult *res, int row, int col, bool number)
+
+//  Why the head waits, as msgxctl status shows it.
+static void
+s_head_waiting (s_control_t *self, json_t *head, bool backing_off, int64_t w, char *waiting, size_t size)
 {
-    if (PQgetisnull (res, row, col))
-        return json_null ();
-    const char *text = PQgetvalue (res, row, col);
-    return number ? json_integer (strtoll (text, NULL, 10)) : json_string (text);
+    int64_t msg_id = json_integer_value (json_object_get (head, "msg_id"));
+    if (self->role != ROLE_ACTIVE)
+        snprintf (waiting, size, "this instance is not active");
+    else
+    if (!s_child (self, "pump"))
+        snprintf (waiting, size, "the pump is not running (mailbox disabled)");
+    else
+    if (msg_id > w)
+        snprintf (waiting, size, "above the watermark W=%" PRId64 ": waits until ingress moves W past it", w);
+    else
+    if (self->paused)
+        snprintf (waiting, size, "pipeline paused (msgxctl resume)");
+    else
+    if (backing_off)
+        snprintf (waiting, size, "backing off after attempt %" JSON_INTEGER_FORMAT " of %" PRId64 " until %s",
+                  json_integer_value (json_object_get (head, "attempts")), self->config->pipeline_max_attempts,
+                  json_string_value (json_object_get (head, "next_attempt_at")));
+    else
+        snprintf (waiting, size, "being processed");
 }
 
-//  Reads the queue figures; returns -1 with *error on failure.
+//  Reads the queue figures (db/mx_readmodel); returns -1 with *error on
+//  failure.
 static int
 s_status_queue (s_control_t *self, json_t *status, char **error)
 {
@@ -405,93 +399,36 @@ s_status_queue (s_control_t *self, json_t *status, char **error)
             return -1;
     }
     PGconn *conn = self->status_conn;
-    PGresult *res = NULL;
     int64_t now = mx_clock_now (self->clock);
-    char now_text [32];
-    snprintf (now_text, sizeof now_text, "%" PRId64, now);
-    const char *params [] = { now_text };
-
-    if (mx_pg_exec (conn,
-            "SELECT committed_up_to,"
-            " to_char (hole_since AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),"
-            " ($1::bigint - (extract (epoch FROM hole_since) * 1000)::bigint) / 1000,"
-            " to_char (seeded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
-            " FROM inbox_cursor", 1, params, &res, error))
-        goto failed;
-    int64_t w = 0;
-    if (PQntuples (res) == 1) {
-        w = strtoll (PQgetvalue (res, 0, 0), NULL, 10);
-        json_object_set_new (status, "cursor", json_pack ("{s:I,s:o,s:o,s:o}",
-            "w", (json_int_t) w,
-            "hole_since", s_pg_value (res, 0, 1, false),
-            "hole_age_s", s_pg_value (res, 0, 2, true),
-            "seeded_at", s_pg_value (res, 0, 3, false)));
+    int64_t w = 0, unfinished = 0, unmarked = 0, registered = 0;
+    json_t *cursor = NULL, *head = NULL, *counts = NULL;
+    bool backing_off = false;
+    if (mx_readmodel_cursor (conn, now, &cursor, &w, error)
+    ||  mx_readmodel_head (conn, now, &head, &backing_off, error)
+    ||  mx_readmodel_counts (conn, &counts, error)
+    ||  mx_readmodel_queue (conn, &unfinished, &unmarked, &registered, error)) {
+        json_decref (cursor);
+        json_decref (head);
+        json_decref (counts);
+        if (PQstatus (conn) != CONNECTION_OK)
+            mx_pg_disconnect (&self->status_conn);
+        return -1;
     }
-    PQclear (res);
-
-    if (mx_pg_exec (conn,
-            "SELECT msg_id, state, attempts,"
-            " to_char (next_attempt_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),"
-            " next_attempt_at IS NOT NULL AND extract (epoch FROM next_attempt_at) * 1000 > $1::bigint"
-            " FROM proc_state WHERE state IN ('PENDING', 'FAILED') ORDER BY msg_id LIMIT 1",
-            1, params, &res, error))
-        goto failed;
-    if (PQntuples (res) == 1) {
-        int64_t head = strtoll (PQgetvalue (res, 0, 0), NULL, 10);
+    if (cursor)
+        json_object_set_new (status, "cursor", cursor);
+    if (head) {
         char waiting [160];
-        if (self->role != ROLE_ACTIVE)
-            snprintf (waiting, sizeof waiting, "this instance is not active");
-        else
-        if (!s_child (self, "pump"))
-            snprintf (waiting, sizeof waiting, "the pump is not running (mailbox disabled)");
-        else
-        if (head > w)
-            snprintf (waiting, sizeof waiting, "above the watermark W=%" PRId64 ": waits until ingress moves W past it", w);
-        else
-        if (self->paused)
-            snprintf (waiting, sizeof waiting, "pipeline paused (msgxctl resume)");
-        else
-        if (strcmp (PQgetvalue (res, 0, 4), "t") == 0)
-            snprintf (waiting, sizeof waiting, "backing off after attempt %s of %" PRId64 " until %s",
-                      PQgetvalue (res, 0, 2), self->config->pipeline_max_attempts, PQgetvalue (res, 0, 3));
-        else
-            snprintf (waiting, sizeof waiting, "being processed");
-        json_object_set_new (status, "head", json_pack ("{s:I,s:s,s:o,s:o,s:s}",
-            "msg_id", (json_int_t) head,
-            "state", PQgetvalue (res, 0, 1),
-            "attempts", s_pg_value (res, 0, 2, true),
-            "next_attempt_at", s_pg_value (res, 0, 3, false),
-            "waiting", waiting));
+        s_head_waiting (self, head, backing_off, w, waiting, sizeof waiting);
+        json_object_set_new (head, "waiting", json_string (waiting));
     }
-    else
-        json_object_set_new (status, "head", json_null ());
-    PQclear (res);
-
-    if (mx_pg_exec (conn, "SELECT state, count(*) FROM proc_state GROUP BY state", 0, NULL, &res, error))
-        goto failed;
-    json_t *counts = json_pack ("{s:i,s:i,s:i,s:i,s:i}",
-                                "PENDING", 0, "FAILED", 0, "SUCCEEDED", 0, "SKIPPED", 0, "DEAD", 0);
-    for (int row = 0; row < PQntuples (res); row++)
-        json_object_set_new (counts, PQgetvalue (res, row, 0), s_pg_value (res, row, 1, true));
+    json_object_set_new (status, "head", head ? head : json_null ());
     json_object_set_new (status, "counts", counts);
-    PQclear (res);
 
     //  The backlog as msgxctl status --watch draws it: registered and
     //  unfinished, plus what the mailbox holds above the highest registered
     //  ID (null when the mailbox cannot be read).
-    if (mx_pg_exec (conn,
-            "SELECT count(*) FILTER (WHERE state IN ('PENDING', 'FAILED')),"
-            "       count(*) FILTER (WHERE state IN ('SUCCEEDED', 'SKIPPED', 'DEAD')"
-            "                          AND backfill_next_at IS NOT NULL AND backfill_at IS NULL"
-            "                          AND backfill_abandoned_at IS NULL),"
-            "       coalesce (max (msg_id), 0)"
-            "  FROM proc_state", 0, NULL, &res, error))
-        goto failed;
-    int64_t unfinished = mx_pg_get_int64 (res, 0, 0);
-    int64_t registered = mx_pg_get_int64 (res, 0, 2);
     json_t *backlog = json_pack ("{s:I,s:I}", "unfinished", (json_int_t) unfinished,
-                                 "unmarked", (json_int_t) mx_pg_get_int64 (res, 0, 1));
-    PQclear (res);
+                                 "unmarked", (json_int_t) unmarked);
     int64_t min_id = 0, max_id = -1;
     char *mailbox_error = NULL;
     if (self->config->mailbox_shared_mysql_enabled) {
@@ -515,13 +452,6 @@ s_status_queue (s_control_t *self, json_t *status, char **error)
     }
     json_object_set_new (status, "backlog", backlog);
     return 0;
-
-failed:
-    if (PQstatus (conn) != CONNECTION_OK) {
-        PQfinish (self->status_conn);
-        self->status_conn = NULL;
-    }
-    return -1;
 }
 
 static json_t *
@@ -611,32 +541,16 @@ s_admin_dead (s_control_t *self, zframe_t **identity, json_t *args)
     bool events = json_is_true (json_object_get (args, "events"));
     json_int_t limit = json_integer_value (json_object_get (args, "limit"));
     json_int_t after = json_integer_value (json_object_get (args, "after"));
-    char limit_text [24], after_text [24];
-    snprintf (limit_text, sizeof limit_text, "%" JSON_INTEGER_FORMAT, limit > 0 && limit <= 10000 ? limit : 100);
-    //  Paging: the rows above the last ID of the previous page.
-    snprintf (after_text, sizeof after_text, "%" JSON_INTEGER_FORMAT, after > 0 ? after : 0);
     char *error = NULL;
     if (!self->status_conn)
         self->status_conn = mx_pg_connect (self->config->pg_conninfo, "msgxd-status",
                                            self->config->pg_statement_timeout, &error);
-    PGresult *res = NULL;
-    const char *params [] = { limit_text, after_text };
-    //  One statement: the page and the total it is part of, as one snapshot.
+    char *text = NULL;
+    int64_t total = 0;
+    bool more = false;
     if (!self->status_conn
-    ||  mx_pg_exec (self->status_conn, events
-            ? "SELECT coalesce (json_agg (r ORDER BY r.event_id), '[]')::text,"
-              " (SELECT count(*) FROM msg_event WHERE state = 'DEAD'),"
-              " (SELECT count(*) FROM msg_event WHERE state = 'DEAD' AND event_id > $2::bigint) FROM ("
-              " SELECT event_id, target, flid, state_version, msg_id, event_type, attempts, last_error,"
-              " created_at FROM msg_event WHERE state = 'DEAD' AND event_id > $2::bigint"
-              " ORDER BY event_id LIMIT $1::bigint) r"
-            : "SELECT coalesce (json_agg (r ORDER BY r.msg_id), '[]')::text,"
-              " (SELECT count(*) FROM proc_state WHERE state = 'DEAD'),"
-              " (SELECT count(*) FROM proc_state WHERE state = 'DEAD' AND msg_id > $2::bigint) FROM ("
-              " SELECT msg_id, msg_type AS type, msg_styp AS styp, error_class, last_error, attempts,"
-              " finished_at, backfill_at IS NOT NULL AS marked, backfill_abandoned_reason AS mark_abandoned"
-              " FROM proc_state WHERE state = 'DEAD' AND msg_id > $2::bigint ORDER BY msg_id LIMIT $1::bigint) r",
-            2, params, &res, &error)) {
+    ||  mx_readmodel_dead (self->status_conn, events, limit > 0 && limit <= 10000 ? limit : 100,
+                           after > 0 ? after : 0, &text, &total, &more, &error)) {
         char *why = zsys_sprintf ("cannot read the dead rows: %s", error ? error : "no connection");
         s_admin_reply (self, identity, "ERR", why);
         free (why);
@@ -645,15 +559,11 @@ s_admin_dead (s_control_t *self, zframe_t **identity, json_t *args)
             mx_pg_disconnect (&self->status_conn);
         return;
     }
-    json_t *rows = json_loads (PQgetvalue (res, 0, 0), 0, NULL);
-    json_int_t total = strtoll (PQgetvalue (res, 0, 1), NULL, 10);
-    json_int_t above = strtoll (PQgetvalue (res, 0, 2), NULL, 10);
-    PQclear (res);
-    if (!rows)
-        rows = json_array ();
-    bool more = above > (json_int_t) json_array_size (rows);
+    json_t *rows = json_loads (text, 0, NULL);
+    free (text);
     s_admin_reply_json (self, identity, json_pack ("{s:s,s:o,s:I,s:b}", "kind", events ? "events" : "messages",
-                                                   "rows", rows, "total", total, "more", more));
+                                                   "rows", rows ? rows : json_array (),
+                                                   "total", (json_int_t) total, "more", more));
 }
 
 //  The decoded summary of a raw message: envelope, kind, identity and
@@ -742,32 +652,13 @@ s_admin_show (s_control_t *self, zframe_t **identity, json_t *args)
         return;
     }
     int64_t msg_id = json_integer_value (id_value);
-    char id_text [MX_PG_INT64_BUFSIZE];
-    const char *params [] = { mx_pg_int64_text (msg_id, id_text) };
     char *error = NULL;
     if (!self->status_conn)
         self->status_conn = mx_pg_connect (self->config->pg_conninfo, "msgxd-status",
                                            self->config->pg_statement_timeout, &error);
-    PGresult *res = NULL;
+    char *row_text = NULL, *events_text = NULL;
     if (!self->status_conn
-    ||  mx_pg_exec (self->status_conn,
-            "SELECT (SELECT row_to_json (r)::text FROM ("
-            "  SELECT msg_id, state, source, msg_type AS type, msg_styp AS styp, identity_key, attempts,"
-            "   error_class, last_error, outcome, received_at, processing_started_at, created_at, updated_at,"
-            "   finished_at, next_attempt_at, backfill_next_at, backfill_at AS marked_at, backfill_attempts,"
-            "   backfill_error, backfill_abandoned_at, backfill_abandoned_reason, NULL::timestamptz AS archived_at"
-            "   FROM proc_state WHERE msg_id = $1::bigint"
-            "  UNION ALL"
-            "  SELECT msg_id, state, source, msg_type, msg_styp, identity_key, attempts,"
-            "   error_class, last_error, outcome, received_at, processing_started_at, created_at, updated_at,"
-            "   finished_at, next_attempt_at, backfill_next_at, backfill_at, backfill_attempts,"
-            "   backfill_error, backfill_abandoned_at, backfill_abandoned_reason, archived_at"
-            "   FROM proc_state_hst WHERE msg_id = $1::bigint"
-            "  LIMIT 1) r),"
-            " (SELECT coalesce (json_agg (e ORDER BY e.event_id), '[]')::text FROM ("
-            "  SELECT event_id, target, flid, state_version, event_type, state, attempts, last_error,"
-            "   created_at, sent_at FROM msg_event WHERE msg_id = $1::bigint) e)",
-            1, params, &res, &error)) {
+    ||  mx_readmodel_message (self->status_conn, msg_id, &row_text, &events_text, &error)) {
         char *why = zsys_sprintf ("cannot read message %" PRId64 ": %s", msg_id, error ? error : "no connection");
         s_admin_reply (self, identity, "ERR", why);
         free (why);
@@ -776,9 +667,10 @@ s_admin_show (s_control_t *self, zframe_t **identity, json_t *args)
             mx_pg_disconnect (&self->status_conn);
         return;
     }
-    json_t *row = PQgetisnull (res, 0, 0) ? NULL : json_loads (PQgetvalue (res, 0, 0), 0, NULL);
-    json_t *events = json_loads (PQgetvalue (res, 0, 1), 0, NULL);
-    PQclear (res);
+    json_t *row = row_text ? json_loads (row_text, 0, NULL) : NULL;
+    json_t *events = json_loads (events_text, 0, NULL);
+    free (row_text);
+    free (events_text);
 
     json_t *raw = NULL;
     json_t *decoded = json_null ();
@@ -833,6 +725,32 @@ s_admin_show (s_control_t *self, zframe_t **identity, json_t *args)
         "decoded", decoded, "events", events ? events : json_array ()));
 }
 
+//  An admin verb another actor owns (mx_admin.def): answered when the
+//  owner replies; the owner decides when it is safe to act (the pump:
+//  between messages).
+static void
+s_admin_route (s_control_t *self, zframe_t **identity, mx_admin_t admin, const char *args_text)
+{
+    const char *owner = mx_admin_owner (admin);
+    s_child_t *child = s_child (self, owner);
+    if (!child) {
+        bool mailbox_off = false;
+        for (size_t i = 0; i < mx_pipeline_actor_count; i++)
+            if (strcmp (mx_pipeline_actors [i].name, owner) == 0)
+                mailbox_off = mx_pipeline_actors [i].needs_mailbox && !self->config->mailbox_shared_mysql_enabled;
+        char *why = zsys_sprintf ("%s needs the %s actor, which is not running%s", mx_admin_verb (admin), owner,
+                                  mailbox_off ? " (mailbox disabled)" : "");
+        s_admin_reply (self, identity, "ERR", why);
+        free (why);
+        return;
+    }
+    char request_id [24];
+    snprintf (request_id, sizeof request_id, "%" PRIu64, ++self->admin_sequence);
+    zhashx_insert (self->admin_waiting, request_id, *identity);
+    *identity = NULL;
+    mx_cmd_send (zactor_sock (child->actor), MX_CMD_ADMIN, self->admin_sequence, mx_admin_verb (admin), args_text);
+}
+
 static void
 s_handle_admin (s_control_t *self)
 {
@@ -867,43 +785,20 @@ s_handle_admin (s_control_t *self)
         free (why);
     }
     else
+    if (self->role != ROLE_ACTIVE && !mx_admin_on_standby (admin))
+        s_admin_reply (self, &identity, "ERR", "this instance is not active (standby): send the command to the active instance");
+    else
+    if (strcmp (mx_admin_owner (admin), "control") != 0)
+        s_admin_route (self, &identity, admin, args_text);
+    else
     if (admin == MX_ADMIN_STATUS)
         s_admin_reply_json (self, &identity, s_status (self));
     else
     if (admin == MX_ADMIN_SHOW)
         s_admin_show (self, &identity, args);          //  read-only: a standby answers too
     else
-    if (self->role != ROLE_ACTIVE)
-        s_admin_reply (self, &identity, "ERR", "this instance is not active (standby): send the command to the active instance");
-    else
     if (admin == MX_ADMIN_DEAD)
         s_admin_dead (self, &identity, args);
-    else
-    if (admin == MX_ADMIN_REPLAY || admin == MX_ADMIN_CUTOVER || admin == MX_ADMIN_BACKFILL_RECOVER
-    ||  admin == MX_ADMIN_REQUEST || admin == MX_ADMIN_REPLAY_EVENTS) {
-        const char *owner = admin == MX_ADMIN_REPLAY ? "pump"
-                          : admin == MX_ADMIN_CUTOVER ? "ingress"
-                          : admin == MX_ADMIN_BACKFILL_RECOVER ? "backfill"
-                          : admin == MX_ADMIN_REPLAY_EVENTS ? "dispatcher" : "requests";
-        s_child_t *child = s_child (self, owner);
-        if (!child) {
-            //  The dispatcher runs whether or not the mailbox is enabled.
-            bool mailbox_off = admin != MX_ADMIN_REPLAY_EVENTS && !self->config->mailbox_shared_mysql_enabled;
-            char *why = zsys_sprintf ("%s needs the %s actor, which is not running%s", verb, owner,
-                                      mailbox_off ? " (mailbox disabled)" : "");
-            s_admin_reply (self, &identity, "ERR", why);
-            free (why);
-        }
-        else {
-            //  Answered when the owner replies; the owner decides when it
-            //  is safe to act (the pump: between messages).
-            char request_id [24];
-            snprintf (request_id, sizeof request_id, "%" PRIu64, ++self->admin_sequence);
-            zhashx_insert (self->admin_waiting, request_id, identity);
-            identity = NULL;
-            mx_cmd_send (zactor_sock (child->actor), MX_CMD_ADMIN, self->admin_sequence, verb, args_text);
-        }
-    }
     else {
         assert (admin == MX_ADMIN_PAUSE || admin == MX_ADMIN_RESUME);
         bool pause = admin == MX_ADMIN_PAUSE;
@@ -924,19 +819,11 @@ s_handle_admin (s_control_t *self)
 //  ---------------------------------------------------------------------
 //  Pipe and main loop
 
-static void
-s_handle_pipe (s_control_t *self)
+static bool
+s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
 {
-    zmsg_t *rest = NULL;
-    mx_cmd_t cmd = mx_cmd_recv (self->pipe, &rest);
-    if (!rest) {
-        self->terminated = true;        //  interrupted
-        return;
-    }
+    s_control_t *self = (s_control_t *) self_;
     switch (cmd) {
-        case MX_CMD_TERM:
-            self->terminated = true;
-            break;
         case MX_CMD_START: {
             char *error = NULL;
             //  The services answer /health from the start, whatever the
@@ -956,6 +843,7 @@ s_handle_pipe (s_control_t *self)
             assert (!"control: unexpected command on its pipe");
     }
     mx_cmd_done (&rest);
+    return true;
 }
 
 //  Children report fatal failures, W moves, committed events, owed marks
@@ -966,9 +854,8 @@ s_handle_child (s_control_t *self, s_child_t *child)
     zmsg_t *rest = NULL;
     mx_cmd_t cmd = mx_cmd_recv (zactor_sock (child->actor), &rest);
     if (cmd == MX_CMD_W_MOVED) {
-        char *w = mx_cmd_pop_str (rest);
-        mx_cmd_done (&rest);
-        free (w);
+        mx_cmd_W_MOVED_t moved;
+        mx_cmd_W_MOVED_take (&rest, &moved);
         s_child_t *pump = s_child (self, "pump");
         if (pump)
             mx_cmd_send (zactor_sock (pump->actor), MX_CMD_WAKE);
@@ -985,30 +872,24 @@ s_handle_child (s_control_t *self, s_child_t *child)
         return;
     }
     if (cmd == MX_CMD_MARKS_OWED) {
-        char *from = mx_cmd_pop_str (rest);
-        char *to = mx_cmd_pop_str (rest);
-        mx_cmd_done (&rest);
+        mx_cmd_MARKS_OWED_t owed;
+        mx_cmd_MARKS_OWED_take (&rest, &owed);
         s_child_t *backfill = s_child (self, "backfill");
         if (backfill)
-            mx_cmd_send (zactor_sock (backfill->actor), MX_CMD_MARKS_OWED,
-                         strtoull (from, NULL, 10), strtoull (to, NULL, 10));
-        free (from);
-        free (to);
+            mx_cmd_send (zactor_sock (backfill->actor), MX_CMD_MARKS_OWED, owed.from, owed.to);
         return;
     }
     if (cmd == MX_CMD_ADMIN_REPLY) {
-        char *request = mx_cmd_pop_str (rest);
-        char *verdict = mx_cmd_pop_str (rest);
-        char *payload = mx_cmd_pop_str (rest);
-        mx_cmd_done (&rest);
+        mx_cmd_ADMIN_REPLY_t reply;
+        mx_cmd_ADMIN_REPLY_take (&rest, &reply);
+        char request [24];
+        snprintf (request, sizeof request, "%" PRIu64, reply.request);
         zframe_t *identity = (zframe_t *) zhashx_lookup (self->admin_waiting, request);
         if (identity) {
             zhashx_delete (self->admin_waiting, request);
-            s_admin_reply (self, &identity, verdict, payload);
+            s_admin_reply (self, &identity, reply.verdict, reply.payload);
         }
-        free (request);
-        free (verdict);
-        free (payload);
+        mx_cmd_ADMIN_REPLY_free (&reply);
         //  A replay may have changed the head.
         s_child_t *pump = s_child (self, "pump");
         if (pump && strcmp (child->args.name, "pump") != 0)
@@ -1022,17 +903,71 @@ s_handle_child (s_control_t *self, s_child_t *child)
         return;
     }
     if (cmd == MX_CMD_FATAL) {
-        int code = mx_cmd_pop_int (rest);
-        char *reason = mx_cmd_pop_str (rest);
-        char *why = zsys_sprintf ("actor %s failed: %s", child->args.name, reason);
-        mx_cmd_done (&rest);
-        s_fatal (self, code, why);
+        mx_cmd_FATAL_t fatal;
+        mx_cmd_FATAL_take (&rest, &fatal);
+        char *why = zsys_sprintf ("actor %s failed: %s", child->args.name, fatal.reason);
+        s_fatal (self, fatal.code, why);
         s_set_role (self, ROLE_FENCED, "a pipeline actor failed");
         free (why);
-        free (reason);
+        mx_cmd_FATAL_free (&fatal);
         return;
     }
     assert (!"control: unexpected command from a child");
+}
+
+static bool
+s_lock_ready (void *self_, void *arg)
+{
+    (void) arg;
+    s_lock_readable ((s_control_t *) self_);
+    return false;
+}
+
+static bool
+s_admin_ready (void *self_, void *arg)
+{
+    (void) arg;
+    s_handle_admin ((s_control_t *) self_);
+    return false;
+}
+
+//  One child message per turn: handling it may stop every child.
+static bool
+s_child_ready (void *self_, void *arg)
+{
+    s_handle_child ((s_control_t *) self_, (s_child_t *) arg);
+    return true;
+}
+
+static size_t
+s_sources (void *self_, mx_actor_source_t *sources, size_t max)
+{
+    s_control_t *self = (s_control_t *) self_;
+    size_t count = 0;
+    if (self->lock_conn && count < max)
+        sources [count++] = (mx_actor_source_t) { .fd = PQsocket (self->lock_conn), .ready = s_lock_ready };
+    if (self->admin && count < max)
+        sources [count++] = (mx_actor_source_t) { .sock = self->admin, .ready = s_admin_ready };
+    for (size_t i = 0; i < self->children_started && count < max; i++)
+        sources [count++] = (mx_actor_source_t) {
+            .sock = zactor_sock (self->children [i].actor), .ready = s_child_ready, .arg = &self->children [i]
+        };
+    return count;
+}
+
+static int64_t
+s_deadline (void *self_)
+{
+    s_control_t *self = (s_control_t *) self_;
+    return self->role == ROLE_CONNECTING ? self->retry_at : INT64_MAX;
+}
+
+static void
+s_wake (void *self_)
+{
+    s_control_t *self = (s_control_t *) self_;
+    if (self->role == ROLE_CONNECTING && !self->lock_conn && mx_clock_now (self->clock) >= self->retry_at)
+        s_connect (self);
 }
 
 void
@@ -1048,67 +983,12 @@ mx_control_actor (zsock_t *pipe, void *args)
     self->started_at = mx_clock_now (self->clock);
     self->paused = !self->config->pipeline_autostart;
     self->role = ROLE_CONNECTING;
-    snprintf (self->lock_key, sizeof self->lock_key, "%" PRId64, self->config->instance_lock_key);
     self->children = (s_child_t *) zmalloc ((self->args->child_count + 1) * sizeof (s_child_t));
     snprintf (self->scope, sizeof self->scope, "msgx-%d-%p", (int) getpid (), (void *) self);
     self->admin_waiting = zhashx_new ();
-    if (mx_clock_endpoint (self->clock))
-        self->ticks = zsock_new_sub (mx_clock_endpoint (self->clock), "");
-    zsock_signal (pipe, 0);
 
-    while (!self->terminated) {
-        zmq_pollitem_t items [64];
-        s_child_t *owners [64];
-        int count = 0;
-        items [count++] = (zmq_pollitem_t) { zsock_resolve (self->pipe), 0, ZMQ_POLLIN, 0 };
-        int admin_index = -1, lock_index = -1, tick_index = -1;
-        if (self->admin) {
-            admin_index = count;
-            items [count++] = (zmq_pollitem_t) { zsock_resolve (self->admin), 0, ZMQ_POLLIN, 0 };
-        }
-        if (self->lock_conn) {
-            lock_index = count;
-            items [count++] = (zmq_pollitem_t) { NULL, PQsocket (self->lock_conn), ZMQ_POLLIN, 0 };
-        }
-        if (self->ticks) {
-            tick_index = count;
-            items [count++] = (zmq_pollitem_t) { zsock_resolve (self->ticks), 0, ZMQ_POLLIN, 0 };
-        }
-        int first_child = count;
-        for (size_t i = 0; i < self->children_started && count < 64; i++) {
-            owners [count] = &self->children [i];
-            items [count++] = (zmq_pollitem_t) { zsock_resolve (zactor_sock (self->children [i].actor)), 0, ZMQ_POLLIN, 0 };
-        }
-        int timeout = self->role == ROLE_CONNECTING ? mx_clock_timeout (self->clock, self->retry_at) : -1;
-        int rc = zmq_poll (items, count, timeout);
-        if (rc < 0) {
-            if (errno == EINTR)
-                continue;
-            break;
-        }
-        if (items [0].revents & ZMQ_POLLIN) {
-            s_handle_pipe (self);
-            continue;
-        }
-        if (tick_index >= 0 && (items [tick_index].revents & ZMQ_POLLIN))
-        {
-            char *tick = zstr_recv (self->ticks);
-            zstr_free (&tick);
-        }
-        if (lock_index >= 0 && (items [lock_index].revents & (ZMQ_POLLIN | ZMQ_POLLERR)))
-            s_lock_readable (self);
-        if (admin_index >= 0 && (items [admin_index].revents & ZMQ_POLLIN))
-            s_handle_admin (self);
-        //  One child message per turn: handling it may stop every child.
-        for (int i = first_child; i < count; i++)
-            if (items [i].revents & ZMQ_POLLIN) {
-                s_handle_child (self, owners [i]);
-                break;
-            }
-        if (self->role == ROLE_CONNECTING && !self->lock_conn
-        &&  mx_clock_now (self->clock) >= self->retry_at)
-            s_connect (self);
-    }
+    mx_actor_ops_t ops = { .command = s_command, .sources = s_sources, .deadline = s_deadline, .wake = s_wake };
+    mx_actor_run (pipe, self->clock, &ops, self);
     //  Ordered shutdown: pipeline first (reverse start order), then our
     //  own connections, releasing the instance lock last.
     s_children_stop (self);
@@ -1125,7 +1005,6 @@ mx_control_actor (zsock_t *pipe, void *args)
     zsock_destroy (&self->admin);
     if (self->admin_ipc)
         unlink (self->config->admin_endpoint + 6);
-    zsock_destroy (&self->ticks);
     free (self->children);
     free (self->pg_error);
     mx_info (ACTOR, "stopped");

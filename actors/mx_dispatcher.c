@@ -11,47 +11,24 @@
 
 #include <assert.h>
 
+#include "mx_delivery.h"
 #include "mx_log.h"
 #include "mx_metrics.h"
 #include "mx_outbox.h"
 #include "mx_pg.h"
 #include "mx_procstate.h"
-#include "mx_producer.h"
 
 #define ACTOR "dispatcher"
-
-//  librdkafka reports every message within message.timeout.ms, scanning
-//  for timeouts about once a second; past this much more the batch is
-//  given up (purged) so the actor can never wait for ever.
-#define S_REPORT_GRACE_MS 5000
-
-typedef enum { S_WAITING, S_ACKED, S_FAILED } s_slot_state_t;
-
-typedef struct {
-    s_slot_state_t state;
-    char *reason;
-    bool possibly_persisted;
-} s_slot_t;
 
 typedef struct {
     zsock_t *pipe;
     const mx_actor_args_t *args;
     const mx_config_t *config;
     mx_clock_t *clock;
-    zsock_t *ticks;
-    bool terminated;
     bool started;
     PGconn *pg;
-    mx_producer_t *producer;
     const char *bootstrap;
-    //  The batch out, NULL when none.
-    mx_outbox_batch_t *batch;
-    s_slot_t *slots;
-    uint64_t batch_seq;         //  in the high half of each tag: a late report of an old batch is ignored
-    bool purged;                //  the batch was given up once already
-    size_t sent;                //  events handed to the producer (a prefix)
-    size_t reported;
-    int64_t batch_deadline;
+    mx_delivery_t *delivery;    //  the producer and the batch out
     int64_t rounds;             //  full batches in this wake-up
     bool woken;                 //  EVENTS_COMMITTED while the batch was out
     int64_t next_round;
@@ -61,45 +38,15 @@ typedef struct {
     mx_metrics_counter_t *failed_total;
 } s_dispatcher_t;
 
-//  A producer that failed fatally cannot keep the order any more: replace it.
-static int
-s_producer (s_dispatcher_t *self)
-{
-    if (self->producer && !mx_producer_failed (self->producer, NULL))
-        return 0;
-    mx_producer_destroy (&self->producer);
-    char *error = NULL;
-    self->producer = mx_producer_new (self->config, self->bootstrap, ACTOR, &error);
-    if (!self->producer) {
-        mx_problem_report (&self->problem, "cannot create the Kafka producer", error);
-        return -1;
-    }
-    return 0;
-}
-
-static void
-s_batch_free (s_dispatcher_t *self)
-{
-    if (self->batch)
-        for (size_t i = 0; i < self->batch->count; i++)
-            free (self->slots [i].reason);
-    free (self->slots);
-    self->slots = NULL;
-    mx_outbox_batch_destroy (&self->batch);
-    self->sent = self->reported = 0;
-    self->purged = false;
-    self->batch_deadline = INT64_MAX;
-}
-
 //  Every report is in (or nothing could be sent): mark the acknowledged
 //  prefix, record the first failure, decide when to look again.
 static void
-s_settle (s_dispatcher_t *self)
+s_settle (void *owner, const mx_outbox_batch_t *batch, const mx_delivery_slot_t *slots)
 {
-    mx_outbox_batch_t *batch = self->batch;
+    s_dispatcher_t *self = (s_dispatcher_t *) owner;
     int64_t now = mx_clock_now (self->clock);
     size_t prefix = 0;
-    while (prefix < batch->count && self->slots [prefix].state == S_ACKED)
+    while (prefix < batch->count && slots [prefix].state == MX_SLOT_ACKED)
         prefix++;
     bool woken = self->woken;
     self->woken = false;
@@ -114,14 +61,13 @@ s_settle (s_dispatcher_t *self)
         //  PostgreSQL answers again.
         mx_problem_report (&self->problem, "cannot mark delivered events SENT", error);
         self->next_round = now + self->config->pipeline_poll_interval;
-        s_batch_free (self);
         return;
     }
     mx_metrics_add (self->sent_total, prefix);
     if (prefix < batch->count) {
         mx_metrics_add (self->failed_total, 1);
         const mx_outbox_event_t *event = &batch->events [prefix];
-        const s_slot_t *slot = &self->slots [prefix];
+        const mx_delivery_slot_t *slot = &slots [prefix];
         mx_outbox_failure_t failure = { event->event_id, slot->reason ? slot->reason : "no delivery report" };
         mx_outbox_outcome_t outcome = { 0 };
         size_t done = 0;
@@ -170,70 +116,14 @@ s_settle (s_dispatcher_t *self)
                      json_pack ("{s:I,s:I}", "first", (json_int_t) batch->events [0].event_id,
                                 "last", (json_int_t) batch->events [prefix - 1].event_id),
                      "%zu events delivered", prefix);
-    s_batch_free (self);
-}
-
-static void
-s_on_report (const mx_producer_report_t *report, void *arg)
-{
-    s_dispatcher_t *self = (s_dispatcher_t *) arg;
-    //  A report of a batch given up on has no slot any more.
-    uint64_t index = report->tag & 0xffffffffu;
-    if (!self->batch || report->tag >> 32 != self->batch_seq || index >= self->sent)
-        return;
-    s_slot_t *slot = &self->slots [index];
-    if (slot->state != S_WAITING)
-        return;
-    slot->state = report->acked ? S_ACKED : S_FAILED;
-    if (!report->acked) {
-        slot->reason = strdup (report->reason ? report->reason : "not acknowledged");
-        slot->possibly_persisted = report->possibly_persisted;
-    }
-    self->reported++;
-}
-
-static void
-s_reports (s_dispatcher_t *self)
-{
-    if (!self->producer)
-        return;
-    mx_producer_drain (self->producer, s_on_report, self);
-    if (self->batch && self->reported == self->sent)
-        s_settle (self);
-}
-
-//  librdkafka bounds every report by message.timeout.ms; this bounds the
-//  wait should it not: purge first (reports follow), then replace the
-//  producer and count the silent ones as failed.
-static void
-s_overdue (s_dispatcher_t *self)
-{
-    size_t missing = self->sent - self->reported;
-    if (!self->purged) {
-        mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:s}", "error_class", "INFRA"),
-                     "%zu delivery reports overdue: giving the batch up", missing);
-        self->purged = true;
-        self->batch_deadline = mx_clock_now (self->clock) + S_REPORT_GRACE_MS;
-        mx_producer_purge (self->producer);
-        return;
-    }
-    mx_log_emit (MX_LOG_ERROR, ACTOR, json_pack ("{s:s}", "error_class", "INFRA"),
-                 "%zu delivery reports never came: replacing the Kafka producer", missing);
-    mx_producer_destroy (&self->producer);
-    for (size_t i = 0; i < self->sent; i++)
-        if (self->slots [i].state == S_WAITING) {
-            self->slots [i].state = S_FAILED;
-            self->slots [i].reason = strdup ("no delivery report in time");
-        }
-    s_settle (self);
 }
 
 static void
 s_round (s_dispatcher_t *self)
 {
-    assert (!self->batch);
     int64_t now = mx_clock_now (self->clock);
-    if (mx_actor_pg (&self->pg, self->config, ACTOR, &self->problem) || s_producer (self)) {
+    if (mx_actor_pg (&self->pg, self->config, ACTOR, &self->problem)
+    ||  mx_delivery_ready (self->delivery, &self->problem)) {
         self->next_round = now + self->config->pipeline_poll_interval;
         return;
     }
@@ -254,27 +144,7 @@ s_round (s_dispatcher_t *self)
         mx_outbox_batch_destroy (&batch);
         return;
     }
-    self->batch = batch;
-    self->batch_seq = (self->batch_seq + 1) & 0xffffffffu;
-    self->slots = (s_slot_t *) calloc (batch->count, sizeof (s_slot_t));
-    assert (self->slots);
-    for (size_t i = 0; i < batch->count; i++) {
-        const mx_outbox_event_t *event = &batch->events [i];
-        mx_outbox_headers_t headers;
-        mx_outbox_headers (event, &headers);
-        if (mx_producer_send (self->producer, self->config->kafka_topic_msg, event->key, event->payload,
-                              headers.items, headers.count, self->batch_seq << 32 | i, &error)) {
-            //  Not queued: the events behind it are not sent either.
-            self->slots [i].state = S_FAILED;
-            self->slots [i].reason = error;
-            break;
-        }
-        self->sent++;
-    }
-    self->batch_deadline = now + self->config->kafka_delivery_timeout + self->config->kafka_linger_ms
-                         + S_REPORT_GRACE_MS;
-    if (self->sent == 0)
-        s_settle (self);
+    mx_delivery_send (self->delivery, batch);
 }
 
 //  ---------------------------------------------------------------------
@@ -393,42 +263,29 @@ s_replay_events (s_dispatcher_t *self, json_t *args, bool *ok)
 static void
 s_handle_admin (s_dispatcher_t *self, zmsg_t **rest_p)
 {
-    zmsg_t *rest = *rest_p;
-    char *request = mx_cmd_pop_str (rest);
-    char *verb = mx_cmd_pop_str (rest);
-    char *args_text = mx_cmd_pop_str (rest);
-    mx_cmd_done (rest_p);
+    mx_cmd_ADMIN_t admin;
+    mx_cmd_ADMIN_take (rest_p, &admin);
+    const char *verb = admin.verb, *args_text = admin.args;
     json_t *args = json_loads (args_text, 0, NULL);
     bool ok = false;
     char *payload = args && strcmp (verb, "replay-events") == 0 ? s_replay_events (self, args, &ok)
                   : zsys_sprintf ("dispatcher does not handle '%s'", verb);
-    mx_cmd_send (self->pipe, MX_CMD_ADMIN_REPLY, strtoull (request, NULL, 10), ok ? "OK" : "ERR", payload);
+    mx_cmd_send (self->pipe, MX_CMD_ADMIN_REPLY, admin.request, ok ? "OK" : "ERR", payload);
     free (payload);
     json_decref (args);
-    free (request);
-    free (verb);
-    free (args_text);
+    mx_cmd_ADMIN_free (&admin);
 }
 
-static void
-s_handle_pipe (s_dispatcher_t *self)
+static bool
+s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
 {
-    zmsg_t *rest = NULL;
-    mx_cmd_t cmd = mx_cmd_recv (self->pipe, &rest);
-    if (!rest) {
-        self->terminated = true;
-        return;
-    }
+    s_dispatcher_t *self = (s_dispatcher_t *) self_;
     switch (cmd) {
-        case MX_CMD_TERM:
-            self->terminated = true;
-            break;
         case MX_CMD_START: {
             self->bootstrap = self->args->kafka_bootstrap && *self->args->kafka_bootstrap
                             ? self->args->kafka_bootstrap : self->config->kafka_bootstrap_servers;
             char *error = NULL;
-            self->producer = mx_producer_new (self->config, self->bootstrap, ACTOR, &error);
-            if (!self->producer) {
+            if (mx_delivery_start (self->delivery, self->bootstrap, &error)) {
                 mx_actor_reply_failed (self->pipe, error);
                 free (error);
                 break;
@@ -445,7 +302,7 @@ s_handle_pipe (s_dispatcher_t *self)
             break;
         }
         case MX_CMD_EVENTS_COMMITTED:
-            if (self->batch)
+            if (mx_delivery_busy (self->delivery))
                 self->woken = true;
             else
             if (self->started)
@@ -455,17 +312,47 @@ s_handle_pipe (s_dispatcher_t *self)
         case MX_CMD_RESUME:
             break;              //  pausing stops claiming messages, not delivering what they made
         case MX_CMD_ADMIN:
-            if (self->batch) {
+            if (mx_delivery_busy (self->delivery)) {
                 //  Answered once the batch out is settled.
                 zlist_append (self->admin_waiting, rest);
-                return;
+                return true;
             }
             s_handle_admin (self, &rest);
-            return;
+            return true;
         default:
             assert (!"dispatcher: unexpected command");
     }
     mx_cmd_done (&rest);
+    return true;
+}
+
+//  The producer's delivery reports, while it exists.
+static size_t
+s_sources (void *self_, mx_actor_source_t *sources, size_t max)
+{
+    return mx_delivery_sources (((s_dispatcher_t *) self_)->delivery, sources, max);
+}
+
+static int64_t
+s_deadline (void *self_)
+{
+    s_dispatcher_t *self = (s_dispatcher_t *) self_;
+    return mx_delivery_busy (self->delivery) ? mx_delivery_deadline (self->delivery) : self->next_round;
+}
+
+static void
+s_wake (void *self_)
+{
+    s_dispatcher_t *self = (s_dispatcher_t *) self_;
+    mx_delivery_check (self->delivery);
+    //  Between rounds: the requests held while the batch was out.
+    while (!mx_delivery_busy (self->delivery) && zlist_size (self->admin_waiting) > 0) {
+        zmsg_t *request = (zmsg_t *) zlist_pop (self->admin_waiting);
+        s_handle_admin (self, &request);
+    }
+    int64_t now = mx_clock_now (self->clock);
+    if (!mx_delivery_busy (self->delivery) && self->started && now >= self->next_round)
+        s_round (self);
 }
 
 void
@@ -481,59 +368,19 @@ mx_dispatcher_actor (zsock_t *pipe, void *args)
     self->failed_total = mx_metrics_events_failed ("KAFKA:msg");
     self->clock = self->args->clock;
     self->next_round = INT64_MAX;
-    self->batch_deadline = INT64_MAX;
+    self->delivery = mx_delivery_new (self->config, self->clock, ACTOR, self->config->kafka_topic_msg, "batch",
+                                      s_settle, self);
     self->admin_waiting = zlist_new ();
-    if (mx_clock_endpoint (self->clock))
-        self->ticks = zsock_new_sub (mx_clock_endpoint (self->clock), "");
-    zsock_signal (pipe, 0);
 
-    while (!self->terminated) {
-        zmq_pollitem_t items [3];
-        int count = 0;
-        items [count++] = (zmq_pollitem_t) { zsock_resolve (self->pipe), 0, ZMQ_POLLIN, 0 };
-        int tick_index = -1, report_index = -1;
-        if (self->ticks) {
-            tick_index = count;
-            items [count++] = (zmq_pollitem_t) { zsock_resolve (self->ticks), 0, ZMQ_POLLIN, 0 };
-        }
-        if (self->producer) {
-            report_index = count;
-            items [count++] = (zmq_pollitem_t) { NULL, mx_producer_fd (self->producer), ZMQ_POLLIN, 0 };
-        }
-        int64_t deadline = self->batch ? self->batch_deadline : self->next_round;
-        if (zmq_poll (items, count, mx_clock_timeout (self->clock, deadline)) < 0 && zmq_errno () != EINTR)
-            break;
-        if (items [0].revents & ZMQ_POLLIN) {
-            s_handle_pipe (self);
-            continue;
-        }
-        if (tick_index >= 0 && (items [tick_index].revents & ZMQ_POLLIN)) {
-            char *tick = zstr_recv (self->ticks);
-            zstr_free (&tick);
-        }
-        if (report_index >= 0 && (items [report_index].revents & ZMQ_POLLIN))
-            s_reports (self);
-        int64_t now = mx_clock_now (self->clock);
-        if (self->batch && now >= self->batch_deadline)
-            s_overdue (self);
-        //  Between rounds: the requests held while the batch was out.
-        while (!self->batch && zlist_size (self->admin_waiting) > 0) {
-            zmsg_t *request = (zmsg_t *) zlist_pop (self->admin_waiting);
-            s_handle_admin (self, &request);
-        }
-        now = mx_clock_now (self->clock);
-        if (!self->batch && self->started && now >= self->next_round)
-            s_round (self);
-    }
+    mx_actor_ops_t ops = { .command = s_command, .sources = s_sources, .deadline = s_deadline, .wake = s_wake };
+    mx_actor_run (pipe, self->clock, &ops, self);
     //  Requests still held get no answer: their msgxctl times out.
     while (zlist_size (self->admin_waiting) > 0) {
         zmsg_t *request = (zmsg_t *) zlist_pop (self->admin_waiting);
         zmsg_destroy (&request);
     }
     zlist_destroy (&self->admin_waiting);
-    s_batch_free (self);
-    mx_producer_destroy (&self->producer);
+    mx_delivery_destroy (&self->delivery);
     mx_pg_disconnect (&self->pg);
-    zsock_destroy (&self->ticks);
     mx_problem_clear (&self->problem);
 }

@@ -63,7 +63,6 @@ typedef struct {
     const mx_actor_args_t *args;
     const mx_config_t *config;
     const char *name;
-    bool terminated;
     struct MHD_Daemon *daemon;
     int epoll_fd;
     size_t max_body;                //  bytes of one body
@@ -248,31 +247,24 @@ s_ask_metrics (s_http_t *self)
 {
     if (!self->metrics)
         return NULL;
-    char tag [24];
-    snprintf (tag, sizeof tag, "%" PRIu64, ++self->metrics_tag);
-    if (zstr_sendx (self->metrics, "SNAPSHOT", tag, NULL))
+    uint64_t tag = ++self->metrics_tag;
+    if (mx_cmd_send (self->metrics, MX_CMD_SNAPSHOT, tag))
         return NULL;
     int64_t deadline = zclock_mono () + S_METRICS_WAIT_MS;
     while (true) {
         int64_t left = deadline - zclock_mono ();
         if (left <= 0)
             return NULL;
-        zmq_pollitem_t item = { zsock_resolve (self->metrics), 0, ZMQ_POLLIN, 0 };
-        if (zmq_poll (&item, 1, (long) left) < 0 && errno != EINTR)
-            return NULL;
-        if (!(item.revents & ZMQ_POLLIN))
+        zmsg_t *rest = NULL;
+        mx_cmd_t cmd = mx_cmd_recv_timeout (self->metrics, (int) left, &rest);
+        if (!rest)
             continue;
-        char *got_tag = NULL, *text = NULL;
-        if (zstr_recvx (self->metrics, &got_tag, &text, NULL) < 2) {
-            zstr_free (&got_tag);
-            zstr_free (&text);
-            continue;
-        }
-        bool ours = streq (got_tag, tag);
-        json_t *snapshot = ours ? json_loads (text, 0, NULL) : NULL;
-        zstr_free (&got_tag);
-        zstr_free (&text);
-        if (ours)
+        assert (cmd == MX_CMD_SNAPSHOT_REPLY);
+        mx_cmd_SNAPSHOT_REPLY_t reply;
+        mx_cmd_SNAPSHOT_REPLY_take (&rest, &reply);
+        json_t *snapshot = reply.tag == tag ? json_loads (reply.json, 0, NULL) : NULL;
+        mx_cmd_SNAPSHOT_REPLY_free (&reply);
+        if (snapshot)
             return snapshot;
     }
 }
@@ -617,19 +609,11 @@ s_stop (s_http_t *self)
 //  ---------------------------------------------------------------------
 //  Actor
 
-static void
-s_handle_pipe (s_http_t *self)
+static bool
+s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
 {
-    zmsg_t *rest = NULL;
-    mx_cmd_t cmd = mx_cmd_recv (self->pipe, &rest);
-    if (!rest) {
-        self->terminated = true;        //  interrupted
-        return;
-    }
+    s_http_t *self = (s_http_t *) self_;
     switch (cmd) {
-        case MX_CMD_TERM:
-            self->terminated = true;
-            break;
         case MX_CMD_START: {
             mx_cmd_done (&rest);
             char *error = NULL;
@@ -638,20 +622,20 @@ s_handle_pipe (s_http_t *self)
                 mx_actor_reply_failed (self->pipe, error);
                 free (error);
                 mx_actor_wait_term (self->pipe);
-                self->terminated = true;
-                return;
+                return false;
             }
             char *detail = zsys_sprintf ("listening on %s (POST " S_PATH_SEND ")",
                                          self->config->http_bind);
             mx_actor_reply_started (self->pipe, detail);
             free (detail);
-            return;
+            return true;
         }
         case MX_CMD_ROLE: {
-            char *role = mx_cmd_pop_str (rest);
-            self->paused = mx_cmd_pop_int (rest) != 0;
-            snprintf (self->role, sizeof self->role, "%s", role);
-            free (role);
+            mx_cmd_ROLE_t role;
+            mx_cmd_ROLE_take (&rest, &role);
+            self->paused = role.paused != 0;
+            snprintf (self->role, sizeof self->role, "%s", role.role);
+            mx_cmd_ROLE_free (&role);
             break;
         }
         case MX_CMD_PAUSE:
@@ -661,6 +645,46 @@ s_handle_pipe (s_http_t *self)
             assert (!"http: unexpected command on its pipe");
     }
     mx_cmd_done (&rest);
+    return true;
+}
+
+static bool
+s_mhd_ready (void *self_, void *arg)
+{
+    (void) self_;
+    (void) arg;
+    return false;               //  s_wake runs the daemon
+}
+
+//  The daemon's epoll descriptor, while it listens.
+static size_t
+s_sources (void *self_, mx_actor_source_t *sources, size_t max)
+{
+    s_http_t *self = (s_http_t *) self_;
+    if (!self->daemon || max < 1)
+        return 0;
+    sources [0] = (mx_actor_source_t) { .fd = self->epoll_fd, .ready = s_mhd_ready };
+    return 1;
+}
+
+//  libmicrohttpd keeps its own timers (idle connections).
+static long
+s_timeout (void *self_)
+{
+    s_http_t *self = (s_http_t *) self_;
+    MHD_UNSIGNED_LONG_LONG mhd_timeout = 0;
+    if (self->daemon && MHD_get_timeout (self->daemon, &mhd_timeout) == MHD_YES)
+        return mhd_timeout > INT_MAX ? INT_MAX : (long) mhd_timeout;
+    return -1;
+}
+
+//  Also on a timeout: MHD then expires idle connections.
+static void
+s_wake (void *self_)
+{
+    s_http_t *self = (s_http_t *) self_;
+    if (self->daemon)
+        MHD_run (self->daemon);
 }
 
 void
@@ -679,32 +703,9 @@ mx_http_actor (zsock_t *pipe, void *args)
         self->max_body = S_MEDIUMTEXT_MAX;
     self->budget = S_BUDGET_BODIES * self->max_body;
     self->mailbox = mx_mailbox_new (self->config);
-    zsock_signal (pipe, 0);
 
-    while (!self->terminated) {
-        zmq_pollitem_t items [2] = {
-            { zsock_resolve (self->pipe), 0, ZMQ_POLLIN, 0 },
-            { NULL, self->epoll_fd, ZMQ_POLLIN, 0 }
-        };
-        int count = self->daemon ? 2 : 1;
-        long timeout = -1;
-        MHD_UNSIGNED_LONG_LONG mhd_timeout = 0;
-        if (self->daemon && MHD_get_timeout (self->daemon, &mhd_timeout) == MHD_YES)
-            timeout = mhd_timeout > INT_MAX ? INT_MAX : (long) mhd_timeout;
-        if (zmq_poll (items, count, timeout) < 0) {
-            if (errno == EINTR)
-                continue;
-            break;
-        }
-        if (items [0].revents & ZMQ_POLLIN) {
-            s_handle_pipe (self);
-            if (self->terminated)
-                break;
-        }
-        //  Also on a timeout: MHD then expires idle connections.
-        if (self->daemon)
-            MHD_run (self->daemon);
-    }
+    mx_actor_ops_t ops = { .command = s_command, .sources = s_sources, .timeout = s_timeout, .wake = s_wake };
+    mx_actor_run (pipe, NULL, &ops, self);
     s_stop (self);
     zsock_destroy (&self->metrics);
     mx_pg_disconnect (&self->pg);

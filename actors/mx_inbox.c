@@ -5,6 +5,7 @@
 #include <czmq.h>
 #include <inttypes.h>
 
+#include "mx_bulk.h"
 #include "mx_mailbox.h"
 #include "mx_pg.h"
 #include "mx_procstate.h"
@@ -117,57 +118,36 @@ mx_inbox_late_check (mx_inbox_t *self, int64_t now, int *detected, char **messag
     *message = NULL;
     if (s_pg (self, error))
         return -1;
-    char now_text [MX_PG_INT64_BUFSIZE], window [MX_PG_INT64_BUFSIZE], batch [MX_PG_INT64_BUFSIZE];
-    const char *params [] = {
-        mx_pg_int64_text (now, now_text),
-        mx_pg_int64_text (self->config->pipeline_overdue_backfill, window),
-        mx_pg_int64_text (self->config->pipeline_late_detect_batch, batch)
-    };
-    PGresult *res = NULL;
-    if (mx_pg_exec (self->pg,
-            "SELECT id, id_from, id_to, coalesce (array_length (late_ids, 1), 0) FROM released_hole"
-            " WHERE released_at > to_timestamp (($1::bigint - $2::bigint) / 1000.0)"
-            " ORDER BY last_checked_at NULLS FIRST, id LIMIT $3::bigint",
-            3, params, &res, error))
+    mx_released_hole_t *holes = NULL;
+    size_t hole_count = 0;
+    if (mx_released_holes_due (self->pg, now, self->config->pipeline_overdue_backfill,
+                               self->config->pipeline_late_detect_batch, &holes, &hole_count, error))
         return s_failed (error, "cannot list released holes");
     int rc = 0;
-    for (int row = 0; row < PQntuples (res) && rc == 0; row++) {
-        int64_t from = mx_pg_get_int64 (res, row, 1), to = mx_pg_get_int64 (res, row, 2);
-        int known = (int) mx_pg_get_int64 (res, row, 3);
+    for (size_t h = 0; h < hole_count && rc == 0; h++) {
+        int64_t from = holes [h].from, to = holes [h].to;
+        int known = holes [h].late;
         int64_t found [256];
         int count = 0;
         if (mx_mailbox_existing (self->mailbox, from, to, found, 256, &count, error)) {
             rc = s_failed (error, "mailbox unreadable during the late-arrival check");
             break;
         }
-        char *array = strdup ("{");
-        for (int i = 0; i < count; i++) {
-            char *next = zsys_sprintf ("%s%s%" PRId64, array, i ? "," : "", found [i]);
-            free (array);
-            array = next;
-        }
-        char *closed = zsys_sprintf ("%s}", array);
-        free (array);
-        const char *update [] = { PQgetvalue (res, row, 0), now_text, count ? closed : NULL };
-        if (mx_pg_exec (self->pg,
-                "UPDATE released_hole SET last_checked_at = to_timestamp ($2::bigint / 1000.0),"
-                " late_ids = coalesce ($3::bigint[], late_ids),"
-                " late_detected_at = CASE WHEN $3::bigint[] IS NOT NULL"
-                "   THEN coalesce (late_detected_at, to_timestamp ($2::bigint / 1000.0)) ELSE late_detected_at END"
-                " WHERE id = $1::bigint", 3, update, NULL, error))
+        if (mx_released_hole_checked (self->pg, holes [h].id, now, found, (size_t) count, error))
             rc = s_failed (error, "cannot record a late arrival");
         else
         if (count > known) {
             *detected += count - known;
+            char *closed = mx_bulk_int_array (found, (size_t) count);
             char *line = zsys_sprintf ("%s%s%d in released hole %" PRId64 "..%" PRId64 " (%s)",
                                        *message ? *message : "", *message ? "; " : "",
                                        count - known, from, to, closed);
+            free (closed);
             free (*message);
             *message = line;
         }
-        free (closed);
     }
-    PQclear (res);
+    free (holes);
     return rc;
 }
 

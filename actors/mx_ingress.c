@@ -19,8 +19,6 @@ typedef struct {
     const mx_actor_args_t *args;
     const mx_config_t *config;
     mx_clock_t *clock;
-    zsock_t *ticks;
-    bool terminated;
     bool paused;
     mx_inbox_t *inbox;
     int64_t next_poll;
@@ -117,11 +115,11 @@ s_cutover_configured (s_ingress_t *self, char **reason)
 }
 
 static void
-s_handle_admin (s_ingress_t *self, zmsg_t *rest)
+s_handle_admin (s_ingress_t *self, zmsg_t **rest_p)
 {
-    char *request = mx_cmd_pop_str (rest);
-    char *verb = mx_cmd_pop_str (rest);
-    char *args_text = mx_cmd_pop_str (rest);
+    mx_cmd_ADMIN_t admin;
+    mx_cmd_ADMIN_take (rest_p, &admin);
+    const char *verb = admin.verb, *args_text = admin.args;
     json_t *args = json_loads (args_text, 0, NULL);
     const char *value = json_string_value (json_object_get (args, "watermark"));
     const char *user = json_string_value (json_object_get (args, "os_user"));
@@ -151,27 +149,17 @@ s_handle_admin (s_ingress_t *self, zmsg_t *rest)
         else
             payload = message;
     }
-    mx_cmd_send (self->pipe, MX_CMD_ADMIN_REPLY, strtoull (request, NULL, 10), ok ? "OK" : "ERR", payload);
+    mx_cmd_send (self->pipe, MX_CMD_ADMIN_REPLY, admin.request, ok ? "OK" : "ERR", payload);
     free (payload);
     json_decref (args);
-    free (request);
-    free (verb);
-    free (args_text);
+    mx_cmd_ADMIN_free (&admin);
 }
 
-static void
-s_handle_pipe (s_ingress_t *self)
+static bool
+s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
 {
-    zmsg_t *rest = NULL;
-    mx_cmd_t cmd = mx_cmd_recv (self->pipe, &rest);
-    if (!rest) {
-        self->terminated = true;
-        return;
-    }
+    s_ingress_t *self = (s_ingress_t *) self_;
     switch (cmd) {
-        case MX_CMD_TERM:
-            self->terminated = true;
-            break;
         case MX_CMD_START: {
             char *reason = NULL;
             if (s_cutover_configured (self, &reason)) {
@@ -197,12 +185,36 @@ s_handle_pipe (s_ingress_t *self)
             self->next_poll = mx_clock_now (self->clock);
             break;
         case MX_CMD_ADMIN:
-            s_handle_admin (self, rest);
+            s_handle_admin (self, &rest);
             break;
         default:
             assert (!"ingress: unexpected command");
     }
     mx_cmd_done (&rest);
+    return true;
+}
+
+static int64_t
+s_deadline (void *self_)
+{
+    s_ingress_t *self = (s_ingress_t *) self_;
+    return self->paused ? INT64_MAX
+         : self->next_poll < self->next_late_check ? self->next_poll : self->next_late_check;
+}
+
+static void
+s_wake (void *self_)
+{
+    s_ingress_t *self = (s_ingress_t *) self_;
+    if (self->paused)
+        return;
+    int64_t now = mx_clock_now (self->clock);
+    if (now >= self->next_poll)
+        self->next_poll = s_poll (self) ? now : mx_clock_now (self->clock) + self->config->pipeline_poll_interval;
+    if (now >= self->next_late_check) {
+        s_late_check (self);
+        self->next_late_check = mx_clock_now (self->clock) + self->config->pipeline_late_detect_period;
+    }
 }
 
 void
@@ -216,44 +228,14 @@ mx_ingress_actor (zsock_t *pipe, void *args)
     self->problem.actor = ACTOR;
     self->clock = self->args->clock;
     self->inbox = mx_inbox_new (self->config);
-    if (mx_clock_endpoint (self->clock))
-        self->ticks = zsock_new_sub (mx_clock_endpoint (self->clock), "");
     //  Nothing runs before START: the parent's first message back must be
     //  the reply to it.
     self->next_poll = INT64_MAX;
     self->next_late_check = INT64_MAX;
     self->reported_hole = -1;
-    zsock_signal (pipe, 0);
 
-    while (!self->terminated) {
-        int64_t deadline = self->paused ? INT64_MAX
-                         : self->next_poll < self->next_late_check ? self->next_poll : self->next_late_check;
-        zmq_pollitem_t items [] = {
-            { zsock_resolve (self->pipe), 0, ZMQ_POLLIN, 0 },
-            { self->ticks ? zsock_resolve (self->ticks) : NULL, 0, ZMQ_POLLIN, 0 }
-        };
-        if (zmq_poll (items, self->ticks ? 2 : 1, mx_clock_timeout (self->clock, deadline)) < 0
-        &&  zmq_errno () != EINTR)
-            break;
-        if (items [0].revents & ZMQ_POLLIN) {
-            s_handle_pipe (self);
-            continue;
-        }
-        if (self->ticks && (items [1].revents & ZMQ_POLLIN)) {
-            char *tick = zstr_recv (self->ticks);
-            zstr_free (&tick);
-        }
-        if (self->paused)
-            continue;
-        int64_t now = mx_clock_now (self->clock);
-        if (now >= self->next_poll)
-            self->next_poll = s_poll (self) ? now : mx_clock_now (self->clock) + self->config->pipeline_poll_interval;
-        if (now >= self->next_late_check) {
-            s_late_check (self);
-            self->next_late_check = mx_clock_now (self->clock) + self->config->pipeline_late_detect_period;
-        }
-    }
+    mx_actor_ops_t ops = { .command = s_command, .deadline = s_deadline, .wake = s_wake };
+    mx_actor_run (pipe, self->clock, &ops, self);
     mx_inbox_destroy (&self->inbox);
-    zsock_destroy (&self->ticks);
     mx_problem_clear (&self->problem);
 }

@@ -28,8 +28,6 @@ typedef struct {
     const mx_actor_args_t *args;
     const mx_config_t *config;
     mx_clock_t *clock;
-    zsock_t *ticks;
-    bool terminated;
     PGconn *pg;
     mx_tz_t *zone;
     s_step_t step;
@@ -179,19 +177,11 @@ s_turn (s_jobs_t *self)
     self->next_run = mx_clock_now (self->clock) + S_RETRY_MS;
 }
 
-static void
-s_handle_pipe (s_jobs_t *self)
+static bool
+s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
 {
-    zmsg_t *rest = NULL;
-    mx_cmd_t cmd = mx_cmd_recv (self->pipe, &rest);
-    if (!rest) {
-        self->terminated = true;
-        return;
-    }
+    s_jobs_t *self = (s_jobs_t *) self_;
     switch (cmd) {
-        case MX_CMD_TERM:
-            self->terminated = true;
-            break;
         case MX_CMD_START: {
             char *error = NULL;
             self->zone = mx_tz_load (self->config->operation_day_zone, &error);
@@ -218,6 +208,23 @@ s_handle_pipe (s_jobs_t *self)
             assert (!"jobs: unexpected command");
     }
     mx_cmd_done (&rest);
+    return true;
+}
+
+//  Mid-run: only look at the pipe between batches.
+static int64_t
+s_deadline (void *self_)
+{
+    s_jobs_t *self = (s_jobs_t *) self_;
+    return self->step != S_IDLE ? INT64_MIN : self->next_run;
+}
+
+static void
+s_wake (void *self_)
+{
+    s_jobs_t *self = (s_jobs_t *) self_;
+    if (self->zone)
+        s_turn (self);
 }
 
 void
@@ -229,34 +236,12 @@ mx_jobs_actor (zsock_t *pipe, void *args)
     self->args = (const mx_actor_args_t *) args;
     self->config = self->args->config;
     self->clock = self->args->clock;
-    if (mx_clock_endpoint (self->clock))
-        self->ticks = zsock_new_sub (mx_clock_endpoint (self->clock), "");
     self->step = S_IDLE;
     self->next_run = INT64_MAX;
     self->last_day = -1;
-    zsock_signal (pipe, 0);
 
-    while (!self->terminated) {
-        //  Mid-run: only look at the pipe between batches.
-        int timeout = self->step != S_IDLE ? 0 : mx_clock_timeout (self->clock, self->next_run);
-        zmq_pollitem_t items [] = {
-            { zsock_resolve (self->pipe), 0, ZMQ_POLLIN, 0 },
-            { self->ticks ? zsock_resolve (self->ticks) : NULL, 0, ZMQ_POLLIN, 0 }
-        };
-        if (zmq_poll (items, self->ticks ? 2 : 1, timeout) < 0 && zmq_errno () != EINTR)
-            break;
-        if (items [0].revents & ZMQ_POLLIN) {
-            s_handle_pipe (self);
-            continue;
-        }
-        if (self->ticks && (items [1].revents & ZMQ_POLLIN)) {
-            char *tick = zstr_recv (self->ticks);
-            zstr_free (&tick);
-        }
-        if (self->zone)
-            s_turn (self);
-    }
+    mx_actor_ops_t ops = { .command = s_command, .deadline = s_deadline, .wake = s_wake };
+    mx_actor_run (pipe, self->clock, &ops, self);
     mx_pg_disconnect (&self->pg);
     mx_tz_destroy (&self->zone);
-    zsock_destroy (&self->ticks);
 }

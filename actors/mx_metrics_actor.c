@@ -5,49 +5,14 @@
 #include <inttypes.h>
 #include <math.h>
 
-#include <librdkafka/rdkafka.h>
 
+#include "mx_kafka_probe.h"
 #include "mx_log.h"
 #include "mx_mailbox.h"
 #include "mx_metrics.h"
 #include "mx_pg.h"
+#include "mx_readmodel.h"
 
-//  The backlog in one statement. Each part repeats the predicate of a
-//  partial index (head, backfill sweep, outbox pending) so it stays cheap.
-static const char *s_snapshot_sql =
-    "SELECT c.committed_up_to,"
-    "       u.n, (extract (epoch FROM u.oldest) * 1000)::bigint,"
-    "       m.n, (extract (epoch FROM m.oldest) * 1000)::bigint,"
-    "       a.n, h.n, h.late,"
-    "       o.msg_pending, o.msg_dead, o.schd_pending, o.schd_dead,"
-    "       (extract (epoch FROM e.msg_oldest) * 1000)::bigint,"
-    "       (extract (epoch FROM e.schd_oldest) * 1000)::bigint"
-    "  FROM inbox_cursor c"
-    " CROSS JOIN (SELECT count(*) AS n, min (coalesce (received_at, created_at)) AS oldest"
-    "               FROM proc_state WHERE state IN ('PENDING', 'FAILED')) u"
-    " CROSS JOIN (SELECT count(*) AS n, min (coalesce (finished_at, updated_at)) AS oldest"
-    "               FROM proc_state"
-    "              WHERE state IN ('SUCCEEDED', 'SKIPPED', 'DEAD')"
-    "                AND backfill_next_at IS NOT NULL"
-    "                AND backfill_at IS NULL"
-    "                AND backfill_abandoned_at IS NULL) m"
-    " CROSS JOIN (SELECT count(*) AS n FROM proc_state"
-    "              WHERE backfill_abandoned_at IS NOT NULL AND backfill_at IS NULL) a"
-    " CROSS JOIN (SELECT count(*) AS n, count (late_detected_at) AS late FROM released_hole) h"
-    " CROSS JOIN (SELECT count(*) FILTER (WHERE target = 'KAFKA:msg' AND state = 'PENDING') AS msg_pending,"
-    "                    count(*) FILTER (WHERE target = 'KAFKA:msg' AND state = 'DEAD') AS msg_dead,"
-    "                    count(*) FILTER (WHERE target = 'KAFKA:schd' AND state = 'PENDING') AS schd_pending,"
-    "                    count(*) FILTER (WHERE target = 'KAFKA:schd' AND state = 'DEAD') AS schd_dead"
-    "               FROM msg_event WHERE state IN ('PENDING', 'DEAD')) o"
-    //  The oldest undelivered event per target: the first in delivery
-    //  order, one step down msg_event_pending_idx.
-    " CROSS JOIN (SELECT (SELECT created_at FROM msg_event WHERE target = 'KAFKA:msg' AND state = 'PENDING'"
-    "                      ORDER BY event_id LIMIT 1) AS msg_oldest,"
-    "                    (SELECT created_at FROM msg_event WHERE target = 'KAFKA:schd' AND state = 'PENDING'"
-    "                      ORDER BY event_id LIMIT 1) AS schd_oldest) e";
-
-static const char *s_targets [] = { "KAFKA:msg", "KAFKA:schd" };
-#define S_TARGET_COUNT 2
 
 typedef struct {
     zsock_t *pipe;
@@ -55,11 +20,10 @@ typedef struct {
     const mx_actor_args_t *args;
     const mx_config_t *config;
     const char *name;
-    bool terminated;
     PGconn *pg;
     mx_problem_t pg_problem;
     mx_mailbox_t *mailbox;
-    rd_kafka_t *kafka;
+    mx_kafka_probe_t *kafka;
     json_t *cached;                 //  the last good backlog, or NULL
     int64_t cached_at;
 } s_metrics_t;
@@ -125,11 +89,11 @@ mx_metrics_actor_publish (const json_t *backlog)
                               s_figure (backlog, s_gauges [i].key));
     const json_t *outbox = backlog ? json_object_get (backlog, "outbox") : NULL;
     double pending = 0;
-    for (size_t i = 0; i < S_TARGET_COUNT; i++) {
-        const json_t *target = outbox ? json_object_get (outbox, s_targets [i]) : NULL;
-        mx_metrics_gauge_set (s_outbox_gauge ("pending", s_targets [i]), s_figure (target, "pending"));
-        mx_metrics_gauge_set (s_outbox_gauge ("dead", s_targets [i]), s_figure (target, "dead"));
-        mx_metrics_gauge_set (s_lag_gauge (s_targets [i]), s_figure (target, "delivery_lag_seconds"));
+    for (size_t i = 0; i < MX_READMODEL_TARGETS; i++) {
+        const json_t *target = outbox ? json_object_get (outbox, mx_readmodel_targets [i]) : NULL;
+        mx_metrics_gauge_set (s_outbox_gauge ("pending", mx_readmodel_targets [i]), s_figure (target, "pending"));
+        mx_metrics_gauge_set (s_outbox_gauge ("dead", mx_readmodel_targets [i]), s_figure (target, "dead"));
+        mx_metrics_gauge_set (s_lag_gauge (mx_readmodel_targets [i]), s_figure (target, "delivery_lag_seconds"));
         pending += s_figure (target, "pending");        //  NaN stays NaN
     }
     mx_metrics_gauge_set (mx_metrics_gauge ("msgx_events_pending",
@@ -153,15 +117,16 @@ s_check_pg (s_metrics_t *self)
         return s_dependency (false, true, self->pg_problem.last ? self->pg_problem.last
                                                                 : "PostgreSQL unreachable");
     char *error = NULL;
-    if (mx_pg_exec (self->pg, "SELECT 1", 0, NULL, NULL, &error)) {
-        json_t *result = s_dependency (false, true, error ? error : "SELECT 1 failed");
+    const char *detail = NULL;
+    if (mx_readmodel_ping (self->pg, &detail, &error)) {
+        json_t *result = s_dependency (false, true, error ? error : detail);
         mx_problem_report (&self->pg_problem, "PostgreSQL check", error);
         if (mx_pg_is_connection_error (self->pg))
             mx_pg_disconnect (&self->pg);
         return result;
     }
     mx_problem_recovered (&self->pg_problem);
-    return s_dependency (true, true, "SELECT 1 answered");
+    return s_dependency (true, true, detail);
 }
 
 //  Also the mailbox's MAX(ID) for the watermark lag (-1 when unknown).
@@ -186,55 +151,24 @@ s_check_mailbox (s_metrics_t *self, int64_t *max_id)
     return s_dependency (true, true, detail);
 }
 
-static void
-s_kafka_log (const rd_kafka_t *rk, int level, const char *facility, const char *text)
-{
-    (void) rk;
-    (void) level;
-    mx_log_emit (MX_LOG_DEBUG, "metrics", NULL, "librdkafka %s: %s", facility, text);
-}
-
 static json_t *
 s_check_kafka (s_metrics_t *self)
 {
     const char *bootstrap = self->args->kafka_bootstrap;
     if (!bootstrap || !*bootstrap)
         return s_dependency (false, false, "no bootstrap servers configured");
-    char errstr [256];
-    if (!self->kafka) {
-        rd_kafka_conf_t *conf = rd_kafka_conf_new ();
-        rd_kafka_conf_set_log_cb (conf, s_kafka_log);
-        if (rd_kafka_conf_set (conf, "bootstrap.servers", bootstrap, errstr, sizeof errstr)
-        ||  rd_kafka_conf_set (conf, "client.id", "msgxd-health", errstr, sizeof errstr)) {
-            rd_kafka_conf_destroy (conf);
-            return s_dependency (false, true, errstr);
-        }
-        self->kafka = rd_kafka_new (RD_KAFKA_PRODUCER, conf, errstr, sizeof errstr);
-        if (!self->kafka) {
-            rd_kafka_conf_destroy (conf);
-            return s_dependency (false, true, errstr);
-        }
-    }
-    const struct rd_kafka_metadata *metadata = NULL;
-    rd_kafka_resp_err_t err = rd_kafka_metadata (self->kafka, 0, NULL, &metadata,
-                                                 MX_METRICS_KAFKA_TIMEOUT_MS);
-    if (err) {
-        snprintf (errstr, sizeof errstr, "no metadata from %s within %d ms: %s", bootstrap,
-                  MX_METRICS_KAFKA_TIMEOUT_MS, rd_kafka_err2str (err));
-        return s_dependency (false, true, errstr);
-    }
-    snprintf (errstr, sizeof errstr, "%d broker(s) answered", metadata->broker_cnt);
-    rd_kafka_metadata_destroy (metadata);
-    return s_dependency (true, true, errstr);
+    char detail [256];
+    bool ok = mx_kafka_probe (&self->kafka, bootstrap, MX_METRICS_KAFKA_TIMEOUT_MS, detail, sizeof detail);
+    return s_dependency (ok, true, detail);
 }
 
 //  ---------------------------------------------------------------------
 //  Backlog
 
 static json_t *
-s_age_seconds (int64_t count, bool oldest_null, int64_t oldest_ms, int64_t now)
+s_age_seconds (int64_t count, int64_t oldest_ms, int64_t now)
 {
-    if (count == 0 || oldest_null)
+    if (count == 0 || oldest_ms < 0)
         return json_integer (0);
     return json_real (oldest_ms < now ? (double) (now - oldest_ms) / 1000.0 : 0.0);
 }
@@ -247,45 +181,31 @@ s_query_backlog (s_metrics_t *self, int64_t now, int64_t max_id, char **error)
         *error = strdup (self->pg_problem.last ? self->pg_problem.last : "PostgreSQL unreachable");
         return NULL;
     }
-    PGresult *res = NULL;
-    if (mx_pg_exec (self->pg, s_snapshot_sql, 0, NULL, &res, error)) {
+    mx_backlog_t figures;
+    if (mx_readmodel_backlog (self->pg, &figures, error)) {
         mx_problem_report (&self->pg_problem, "backlog snapshot", *error ? strdup (*error) : NULL);
         if (mx_pg_is_connection_error (self->pg))
             mx_pg_disconnect (&self->pg);
         return NULL;
     }
-    if (PQntuples (res) != 1) {
-        PQclear (res);
-        *error = strdup ("backlog snapshot: inbox_cursor has no row");
-        return NULL;
-    }
-    int64_t watermark = mx_pg_get_int64 (res, 0, 0);
-    int64_t unfinished = mx_pg_get_int64 (res, 0, 1);
-    int64_t unmarked = mx_pg_get_int64 (res, 0, 3);
+    int64_t watermark = figures.watermark;
     json_t *outbox = json_object ();
-    for (size_t i = 0; i < S_TARGET_COUNT; i++) {
-        int64_t pending = mx_pg_get_int64 (res, 0, 8 + 2 * (int) i);
-        int oldest = 12 + (int) i;
-        json_object_set_new (outbox, s_targets [i],
-            json_pack ("{s:I,s:I,s:o}", "pending", (json_int_t) pending,
-                       "dead", (json_int_t) mx_pg_get_int64 (res, 0, 9 + 2 * (int) i),
-                       "delivery_lag_seconds",
-                       s_age_seconds (pending, PQgetisnull (res, 0, oldest), mx_pg_get_int64 (res, 0, oldest), now)));
-    }
+    for (size_t i = 0; i < MX_READMODEL_TARGETS; i++)
+        json_object_set_new (outbox, mx_readmodel_targets [i],
+            json_pack ("{s:I,s:I,s:o}", "pending", (json_int_t) figures.pending [i],
+                       "dead", (json_int_t) figures.dead [i],
+                       "delivery_lag_seconds", s_age_seconds (figures.pending [i], figures.oldest_pending [i], now)));
     json_t *backlog = json_pack ("{s:I,s:o,s:I,s:I,s:o,s:I,s:I,s:I,s:o,s:I}",
-        "unfinished", (json_int_t) unfinished,
-        "oldest_unprocessed_seconds",
-            s_age_seconds (unfinished, PQgetisnull (res, 0, 2), mx_pg_get_int64 (res, 0, 2), now),
-        "backfill_unmarked_terminal", (json_int_t) unmarked,
-        "backfill_abandoned", (json_int_t) mx_pg_get_int64 (res, 0, 5),
-        "backfill_oldest_unmarked_seconds",
-            s_age_seconds (unmarked, PQgetisnull (res, 0, 4), mx_pg_get_int64 (res, 0, 4), now),
+        "unfinished", (json_int_t) figures.unfinished,
+        "oldest_unprocessed_seconds", s_age_seconds (figures.unfinished, figures.oldest_unfinished, now),
+        "backfill_unmarked_terminal", (json_int_t) figures.unmarked,
+        "backfill_abandoned", (json_int_t) figures.abandoned,
+        "backfill_oldest_unmarked_seconds", s_age_seconds (figures.unmarked, figures.oldest_unmarked, now),
         "watermark", (json_int_t) watermark,
-        "released_holes", (json_int_t) mx_pg_get_int64 (res, 0, 6),
-        "late_arrival_holes", (json_int_t) mx_pg_get_int64 (res, 0, 7),
+        "released_holes", (json_int_t) figures.released_holes,
+        "late_arrival_holes", (json_int_t) figures.late_holes,
         "outbox", outbox,
         "taken_ms", (json_int_t) now);
-    PQclear (res);
     assert (backlog);
     //  An empty mailbox (MAX 0) below W lags by nothing.
     if (max_id >= 0) {
@@ -359,37 +279,23 @@ s_handle_data (s_metrics_t *self)
     if (!request)
         return;
     zframe_t *identity = zmsg_pop (request);
-    char *verb = zmsg_popstr (request);
-    zframe_t *tag = zmsg_pop (request);
+    mx_cmd_t cmd = mx_cmd_pop_name (request);
     //  Our own http actor is the only client: a malformed request is a bug.
-    assert (identity && verb && tag && zmsg_size (request) == 0);
-    assert (streq (verb, "SNAPSHOT"));
+    assert (identity && cmd == MX_CMD_SNAPSHOT);
+    mx_cmd_SNAPSHOT_t ask;
+    mx_cmd_SNAPSHOT_take (&request, &ask);
     json_t *snapshot = s_snapshot (self);
     char *text = json_dumps (snapshot, JSON_COMPACT);
     json_decref (snapshot);
-    zmsg_t *reply = zmsg_new ();
-    zmsg_append (reply, &identity);
-    zmsg_append (reply, &tag);
-    zmsg_addstr (reply, text);
-    zmsg_send (&reply, self->data);
+    mx_cmd_send_routed (self->data, &identity, MX_CMD_SNAPSHOT_REPLY, ask.tag, text);
     free (text);
-    free (verb);
-    zmsg_destroy (&request);
 }
 
-static void
-s_handle_pipe (s_metrics_t *self)
+static bool
+s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
 {
-    zmsg_t *rest = NULL;
-    mx_cmd_t cmd = mx_cmd_recv (self->pipe, &rest);
-    if (!rest) {
-        self->terminated = true;
-        return;
-    }
+    s_metrics_t *self = (s_metrics_t *) self_;
     switch (cmd) {
-        case MX_CMD_TERM:
-            self->terminated = true;
-            break;
         case MX_CMD_START: {
             mx_cmd_done (&rest);
             char endpoint [256];
@@ -401,8 +307,7 @@ s_handle_pipe (s_metrics_t *self)
                 mx_actor_reply_failed (self->pipe, error);
                 free (error);
                 mx_actor_wait_term (self->pipe);
-                self->terminated = true;
-                return;
+                return false;
             }
             //  Registered now so a scrape shows them, unknown, from the start.
             mx_metrics_register_standard ();
@@ -411,14 +316,17 @@ s_handle_pipe (s_metrics_t *self)
                                          (int64_t) self->config->health_backlog_cache_ttl_ms);
             mx_actor_reply_started (self->pipe, detail);
             free (detail);
-            return;
+            return true;
         }
         case MX_CMD_ROLE:
             //  The figures are the shared database's, the same from any
             //  instance; http reports the role.
-            free (mx_cmd_pop_str (rest));
-            mx_cmd_pop_int (rest);
+        {
+            mx_cmd_ROLE_t role;
+            mx_cmd_ROLE_take (&rest, &role);
+            mx_cmd_ROLE_free (&role);
             break;
+        }
         case MX_CMD_PAUSE:
         case MX_CMD_RESUME:
             break;
@@ -426,6 +334,26 @@ s_handle_pipe (s_metrics_t *self)
             assert (!"metrics: unexpected command on its pipe");
     }
     mx_cmd_done (&rest);
+    return true;
+}
+
+static bool
+s_data_ready (void *self_, void *arg)
+{
+    (void) arg;
+    s_handle_data ((s_metrics_t *) self_);
+    return false;
+}
+
+//  The snapshot requests (ROUTER), once started.
+static size_t
+s_sources (void *self_, mx_actor_source_t *sources, size_t max)
+{
+    s_metrics_t *self = (s_metrics_t *) self_;
+    if (!self->data || max < 1)
+        return 0;
+    sources [0] = (mx_actor_source_t) { .sock = self->data, .ready = s_data_ready };
+    return 1;
 }
 
 void
@@ -439,27 +367,11 @@ mx_metrics_actor (zsock_t *pipe, void *args)
     self->name = self->args->name ? self->args->name : "metrics";
     self->pg_problem.actor = self->name;
     self->mailbox = mx_mailbox_new (self->config);
-    zsock_signal (pipe, 0);
 
-    while (!self->terminated) {
-        zmq_pollitem_t items [2] = {
-            { zsock_resolve (self->pipe), 0, ZMQ_POLLIN, 0 },
-            { self->data ? zsock_resolve (self->data) : NULL, 0, ZMQ_POLLIN, 0 }
-        };
-        if (zmq_poll (items, self->data ? 2 : 1, -1) < 0) {
-            if (errno == EINTR)
-                continue;
-            break;
-        }
-        if (items [0].revents & ZMQ_POLLIN)
-            s_handle_pipe (self);
-        else
-        if (items [1].revents & ZMQ_POLLIN)
-            s_handle_data (self);
-    }
+    mx_actor_ops_t ops = { .command = s_command, .sources = s_sources };
+    mx_actor_run (pipe, NULL, &ops, self);
     json_decref (self->cached);
-    if (self->kafka)
-        rd_kafka_destroy (self->kafka);
+    mx_kafka_probe_destroy (&self->kafka);
     mx_pg_disconnect (&self->pg);
     mx_problem_clear (&self->pg_problem);
     mx_mailbox_destroy (&self->mailbox);

@@ -18,6 +18,7 @@
 
 #include <assert.h>
 
+#include "mx_apply.h"
 #include "mx_bulk.h"
 #include "mx_flight.h"
 #include "mx_flight_repo.h"
@@ -41,7 +42,6 @@ typedef struct {
     const mx_actor_args_t *args;
     const mx_config_t *config;
     mx_clock_t *clock;
-    bool terminated;
     PGconn *pg;
     mx_mailbox_t *mailbox;
     mx_tz_t *zone;
@@ -59,7 +59,7 @@ typedef struct {
 //  Flights kept between batches; past this the whole cache starts again.
 #define S_FLIGHTS_KEPT 8192
 
-//  What happened to one message.
+//  What happened to one message, as far as the transaction goes.
 typedef enum {
     S_DONE,                     //  terminal (SUCCEEDED / SKIPPED / DEAD) recorded
     S_RETRY,                    //  FAILED (or DEAD at the limit) recorded: the batch ends
@@ -69,27 +69,45 @@ typedef enum {
 typedef struct {
     s_step_t step;
     mx_state_t state;
-} s_outcome_t;
+} s_result_t;
+
+//  What the lifecycle rules (domain/mx_apply) read of the configuration.
+static mx_apply_rules_t
+s_rules (const s_processor_t *self)
+{
+    const mx_config_t *config = self->config;
+    return (mx_apply_rules_t) {
+        .zone = self->zone, .cutoff_hour = (int) config->operation_day_cutoff_hour,
+        .max_attempts = (int) config->pipeline_max_attempts,
+        .max_bytes = (size_t) config->codec_max_message_bytes,
+        .ignore_types = config->pipeline_ignore_types.items,
+        .ignore_count = config->pipeline_ignore_types.count,
+        .limits = mx_sis_limits (config),
+        .identity_include_day = config->identity_include_day_boundary
+    };
+}
 
 //  ---------------------------------------------------------------------
-//  Recording outcomes
+//  Recording outcomes, message by message
 
-static s_outcome_t
+static s_result_t
 s_broken (int64_t msg_id, const char *what, char *error)
 {
     mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:I,s:s}", "msg_id", (json_int_t) msg_id, "error_class", "INFRA"),
                  "%s for %" PRId64 ": %s; the batch rolls back", what, msg_id, error ? error : "?");
     free (error);
-    return (s_outcome_t) { S_BROKEN, MX_STATE_PENDING };
+    return (s_result_t) { S_BROKEN, MX_STATE_PENDING };
 }
 
-//  A terminal without business effect: one UPDATE, state + intent.
-static s_outcome_t
-s_finish (s_processor_t *self, int64_t msg_id, mx_state_t state, mx_error_class_t error_class,
-          const char *text, const char *outcome)
+//  A terminal: one UPDATE, state + intent.
+static s_result_t
+s_finish (s_processor_t *self, int64_t msg_id, const mx_outcome_t *outcome)
 {
     char *error = NULL;
-    if (mx_procstate_finish (self->pg, msg_id, state, error_class, text, outcome,
+    mx_state_t state = outcome->state;
+    mx_error_class_t error_class = outcome->error_class;
+    const char *text = outcome->text, *detail = outcome->detail;
+    if (mx_procstate_finish (self->pg, msg_id, state, error_class, text, detail,
                              mx_clock_now (self->clock), &error) < 0)
         return s_broken (msg_id, "cannot record the outcome", error);
     mx_metrics_add (mx_metrics_messages (self->current_type, mx_state_name (state)), 1);
@@ -99,12 +117,12 @@ s_finish (s_processor_t *self, int64_t msg_id, mx_state_t state, mx_error_class_
     if (error_class != MX_ERR_NONE)
         json_object_set_new (fields, "error_class", json_string (mx_error_class_name (error_class)));
     mx_log_emit (error_class != MX_ERR_NONE ? MX_LOG_WARN : MX_LOG_DEBUG, ACTOR, fields, "%" PRId64 " %s%s%s",
-                 msg_id, mx_state_name (state), outcome || text ? ": " : "", outcome ? outcome : text ? text : "");
-    return (s_outcome_t) { S_DONE, state };
+                 msg_id, mx_state_name (state), detail || text ? ": " : "", detail ? detail : text ? text : "");
+    return (s_result_t) { S_DONE, state };
 }
 
 //  A failed attempt: backoff, or DEAD(EXHAUSTED) at the limit.
-static s_outcome_t
+static s_result_t
 s_fail (s_processor_t *self, int64_t msg_id, mx_error_class_t error_class, const char *text)
 {
     char *error = NULL;
@@ -125,11 +143,16 @@ s_fail (s_processor_t *self, int64_t msg_id, mx_error_class_t error_class, const
                                 "state", dead ? "DEAD" : "FAILED");
     mx_log_emit (MX_LOG_WARN, ACTOR, fields, "%" PRId64 " %s: %s: %s", msg_id,
                  dead ? "DEAD (attempts exhausted)" : "FAILED", mx_error_class_name (error_class), text);
-    return (s_outcome_t) { S_RETRY, dead ? MX_STATE_DEAD : MX_STATE_FAILED };
+    return (s_result_t) { S_RETRY, dead ? MX_STATE_DEAD : MX_STATE_FAILED };
 }
 
-//  ---------------------------------------------------------------------
-//  Savepoints: the business part of one message
+static s_result_t
+s_record (s_processor_t *self, const mx_apply_msg_t *m)
+{
+    if (m->outcome.state == MX_STATE_FAILED)
+        return s_fail (self, m->msg_id, m->outcome.error_class, m->outcome.text);
+    return s_finish (self, m->msg_id, &m->outcome);
+}
 
 static int
 s_sql (s_processor_t *self, const char *sql, char **error)
@@ -137,473 +160,21 @@ s_sql (s_processor_t *self, const char *sql, char **error)
     return mx_pg_exec (self->pg, sql, 0, NULL, NULL, error);
 }
 
-//  The business part failed: undo it, then record the attempt.
-static s_outcome_t
-s_business_failed (s_processor_t *self, int64_t msg_id, mx_error_class_t error_class, const char *text)
-{
-    char *error = NULL;
-    if (s_sql (self, "ROLLBACK TO SAVEPOINT message", &error))
-        return s_broken (msg_id, "cannot roll back to the savepoint", error);
-    return s_fail (self, msg_id, error_class, text);
-}
-
-//  A business-free end found inside the business part (unknown flight,
-//  protocol rejection after a lookup): undo, then one UPDATE.
-static s_outcome_t
-s_business_terminal (s_processor_t *self, int64_t msg_id, mx_state_t state, mx_error_class_t error_class,
-                     const char *text, const char *outcome)
-{
-    char *error = NULL;
-    if (s_sql (self, "ROLLBACK TO SAVEPOINT message", &error))
-        return s_broken (msg_id, "cannot roll back to the savepoint", error);
-    return s_finish (self, msg_id, state, error_class, text, outcome);
-}
-
-//  Store one changed flight and its two events (KAFKA:msg, KAFKA:schd).
-static int
-s_store_change (s_processor_t *self, const mx_flight_t *before, mx_flight_t *after, json_t *changed,
-                const mx_sis_meta_t *meta, int64_t msg_id, char **error)
-{
-    int64_t now = mx_clock_now (self->clock);
-    after->state_version = (before ? before->state_version : 0) + 1;
-    after->last_msg_id = msg_id;
-    if (mx_flight_repo_save (self->pg, before, after, now, error))
-        return -1;
-    mx_event_meta_t event = {
-        .msg_id = msg_id, .type = meta->type, .styp = meta->styp, .seqn = meta->seqn, .dttm = meta->dttm
-    };
-    bool tombstone = after->deleted && (!before || !before->deleted);
-    char *msg_text = NULL, *schd_text = NULL;
-    mx_flight_event_texts (after, &event, changed, self->zone, !tombstone, &msg_text, &schd_text);
-    int64_t event_id = 0;
-    mx_event_type_t type = tombstone ? MX_EVENT_TOMBSTONE : MX_EVENT_UPSERT;
-    int rc = mx_event_insert (self->pg, MX_TARGET_MSG, type, after->flid, after->state_version, msg_id,
-                              msg_text, now, &event_id, error)
-          || mx_event_insert (self->pg, MX_TARGET_SCHD, type, after->flid, after->state_version, msg_id,
-                              schd_text, now, &event_id, error);
-    free (msg_text);
-    free (schd_text);
-    return rc ? -1 : 0;
-}
-
-//  FLOP / FDEL: one flight.
-static s_outcome_t
-s_apply_flop (s_processor_t *self, int64_t msg_id, const mx_sis_msg_t *msg)
-{
-    mx_flop_t *flop = NULL;
-    char *error = NULL;
-    mx_body_status_t status = mx_sis_flop (msg, self->zone, &flop, &error);
-    if (status != MX_BODY_OK) {
-        s_outcome_t outcome =
-            status == MX_BODY_PROTOCOL ? s_business_terminal (self, msg_id, MX_STATE_DEAD, MX_ERR_PROTOCOL, error, NULL)
-          : s_business_failed (self, msg_id, status == MX_BODY_UNSUPPORTED ? MX_ERR_UNSUPPORTED : MX_ERR_CODEC_ERROR,
-                               error);
-        free (error);
-        return outcome;
-    }
-    mx_flight_t *current = NULL;
-    if (mx_flight_repo_load (self->pg, &flop->flid, 1, true, &current, &error)) {
-        mx_flop_destroy (&flop);
-        return s_broken (msg_id, "cannot load the flight", error);
-    }
-    char outcome_text [64];
-    s_outcome_t outcome;
-    if (!current) {
-        snprintf (outcome_text, sizeof outcome_text, "unknown-flight:%" PRId64, flop->flid);
-        outcome = s_business_terminal (self, msg_id, MX_STATE_SKIPPED, MX_ERR_NONE, NULL, outcome_text);
-    }
-    else
-    if (current->deleted && !flop->fdel) {
-        snprintf (outcome_text, sizeof outcome_text, "flight-deleted:%" PRId64, flop->flid);
-        outcome = s_business_terminal (self, msg_id, MX_STATE_SKIPPED, MX_ERR_NONE, NULL, outcome_text);
-    }
-    else {
-        json_t *changed = NULL;
-        mx_flight_t *next = flop->fdel ? mx_flight_apply_fdel (current, mx_clock_now (self->clock), &changed)
-                                       : mx_flight_apply_flop (current, flop, &changed);
-        if (json_array_size (changed) > 0
-        &&  s_store_change (self, current, next, changed, mx_sis_meta (msg), msg_id, &error)) {
-            outcome = s_broken (msg_id, "cannot store the flight change", error);
-        }
-        else
-            outcome = s_finish (self, msg_id, MX_STATE_SUCCEEDED, MX_ERR_NONE, NULL,
-                                json_array_size (changed) ? NULL : "no-change");
-        json_decref (changed);
-        mx_flight_destroy (&next);
-    }
-    mx_flight_destroy (&current);
-    mx_flop_destroy (&flop);
-    return outcome;
-}
-
-//  SCHD DNLD / ADFT: every FLTR, all or nothing.
-static s_outcome_t
-s_apply_schedule (s_processor_t *self, int64_t msg_id, const mx_sis_msg_t *msg)
-{
-    mx_schedule_t *schedule = NULL;
-    char *error = NULL;
-    mx_body_status_t status = mx_sis_schedule (msg, self->zone, &schedule, &error);
-    if (status != MX_BODY_OK) {
-        s_outcome_t outcome = status == MX_BODY_PROTOCOL
-            ? s_business_terminal (self, msg_id, MX_STATE_DEAD, MX_ERR_PROTOCOL, error, NULL)
-            : s_business_failed (self, msg_id, status == MX_BODY_UNSUPPORTED ? MX_ERR_UNSUPPORTED : MX_ERR_CODEC_ERROR,
-                                 error);
-        free (error);
-        return outcome;
-    }
-    size_t count = schedule->count;
-    int64_t *flids = (int64_t *) calloc (count + 1, sizeof (int64_t));
-    mx_flight_t **current = (mx_flight_t **) calloc (count + 1, sizeof (mx_flight_t *));
-    for (size_t i = 0; i < count; i++)
-        flids [i] = schedule->records [i].flight->flid;
-    s_outcome_t outcome = { S_DONE, MX_STATE_SUCCEEDED };
-    int inserted = 0, updated = 0, unchanged = 0;
-    int64_t scope_begin = INT64_MAX, scope_end = INT64_MIN;
-    if (mx_flight_repo_load (self->pg, flids, count, true, current, &error))
-        outcome = s_broken (msg_id, "cannot load the flights", error);
-    for (size_t i = 0; i < count && outcome.step == S_DONE; i++) {
-        json_t *changed = NULL;
-        char *protocol = NULL;
-        mx_flight_t *next = mx_flight_apply_fltr (current [i], &schedule->records [i], self->zone,
-                                                  (int) self->config->operation_day_cutoff_hour, &changed, &protocol);
-        if (!next) {
-            //  Cross-day FLID: the whole package goes, nothing written.
-            outcome = s_business_terminal (self, msg_id, MX_STATE_DEAD, MX_ERR_PROTOCOL, protocol, NULL);
-            free (protocol);
-            json_decref (changed);
-            break;
-        }
-        const char *sodt = next->scalars [MX_F_SODT];
-        if (sodt) {
-            int64_t at = strtoll (sodt, NULL, 10);
-            scope_begin = at < scope_begin ? at : scope_begin;
-            scope_end = at > scope_end ? at : scope_end;
-        }
-        if (json_array_size (changed) == 0)
-            unchanged++;
-        else
-        if (s_store_change (self, current [i], next, changed, mx_sis_meta (msg), msg_id, &error))
-            outcome = s_broken (msg_id, "cannot store a flight of the schedule", error);
-        else
-        if (current [i])
-            updated++;
-        else
-            inserted++;
-        json_decref (changed);
-        mx_flight_destroy (&next);
-    }
-    if (outcome.step == S_DONE && outcome.state == MX_STATE_SUCCEEDED) {
-        if (mx_snap_log_insert (self->pg, msg_id, mx_sis_meta (msg)->styp,
-                                scope_begin == INT64_MAX ? -1 : scope_begin, scope_end == INT64_MIN ? -1 : scope_end,
-                                mx_clock_now (self->clock), inserted, updated, unchanged, &error))
-            outcome = s_broken (msg_id, "cannot write the snapshot log", error);
-        else {
-            char text [96];
-            snprintf (text, sizeof text, "flights inserted %d, updated %d, unchanged %d", inserted, updated, unchanged);
-            outcome = s_finish (self, msg_id, MX_STATE_SUCCEEDED, MX_ERR_NONE, NULL, text);
-        }
-    }
-    for (size_t i = 0; i < count; i++)
-        mx_flight_destroy (&current [i]);
-    free (current);
-    free (flids);
-    mx_schedule_destroy (&schedule);
-    return outcome;
-}
-
-//  SCHD DEL: each listed flight as an FDEL; unknown ones are skipped.
-static s_outcome_t
-s_apply_schedule_del (s_processor_t *self, int64_t msg_id, const mx_sis_msg_t *msg)
-{
-    int64_t *flids = NULL;
-    size_t count = 0;
-    char *error = NULL;
-    mx_body_status_t status = mx_sis_schedule_del (msg, &flids, &count, &error);
-    if (status != MX_BODY_OK) {
-        s_outcome_t outcome = status == MX_BODY_PROTOCOL
-            ? s_business_terminal (self, msg_id, MX_STATE_DEAD, MX_ERR_PROTOCOL, error, NULL)
-            : s_business_failed (self, msg_id, MX_ERR_CODEC_ERROR, error);
-        free (error);
-        return outcome;
-    }
-    mx_flight_t **current = (mx_flight_t **) calloc (count + 1, sizeof (mx_flight_t *));
-    s_outcome_t outcome = { S_DONE, MX_STATE_SUCCEEDED };
-    int deleted = 0, unknown = 0;
-    if (mx_flight_repo_load (self->pg, flids, count, true, current, &error))
-        outcome = s_broken (msg_id, "cannot load the flights", error);
-    for (size_t i = 0; i < count && outcome.step == S_DONE; i++) {
-        if (!current [i]) {
-            unknown++;
-            continue;
-        }
-        json_t *changed = NULL;
-        mx_flight_t *next = mx_flight_apply_fdel (current [i], mx_clock_now (self->clock), &changed);
-        if (json_array_size (changed)
-        &&  s_store_change (self, current [i], next, changed, mx_sis_meta (msg), msg_id, &error))
-            outcome = s_broken (msg_id, "cannot delete a flight", error);
-        else
-        if (json_array_size (changed))
-            deleted++;
-        json_decref (changed);
-        mx_flight_destroy (&next);
-    }
-    if (outcome.step == S_DONE) {
-        char text [96];
-        snprintf (text, sizeof text, "flights deleted %d, unknown %d", deleted, unknown);
-        outcome = s_finish (self, msg_id, MX_STATE_SUCCEEDED, MX_ERR_NONE, NULL, text);
-    }
-    for (size_t i = 0; i < count; i++)
-        mx_flight_destroy (&current [i]);
-    free (current);
-    free (flids);
-    return outcome;
-}
-
-static s_outcome_t
-s_apply_reference (s_processor_t *self, int64_t msg_id, const mx_sis_msg_t *msg)
-{
-    mx_reference_t *reference = NULL;
-    char *error = NULL;
-    mx_body_status_t status = mx_sis_reference (msg, &reference, &error);
-    if (status != MX_BODY_OK) {
-        s_outcome_t outcome = status == MX_BODY_PROTOCOL
-            ? s_business_terminal (self, msg_id, MX_STATE_DEAD, MX_ERR_PROTOCOL, error, NULL)
-            : s_business_failed (self, msg_id, MX_ERR_CODEC_ERROR, error);
-        free (error);
-        return outcome;
-    }
-    int changed = 0;
-    s_outcome_t outcome;
-    if (mx_reference_apply (self->pg, reference, msg_id, mx_clock_now (self->clock), &changed, &error))
-        outcome = s_broken (msg_id, "cannot apply reference data", error);
-    else {
-        //  A reference response closes the open request of its list when it
-        //  matches; the data is applied either way.
-        const char *closed = "";
-        if (strcmp (reference->styp, "RESP") == 0) {
-            int64_t request_id = 0;
-            const char *why = NULL;
-            int matched = mx_requests_match_reference_resp (self->pg, reference->rtype, mx_sis_meta (msg)->dttm_ms,
-                                                            msg_id, mx_clock_now (self->clock), &request_id, &why,
-                                                            &error);
-            if (matched < 0) {
-                mx_reference_destroy (&reference);
-                return s_broken (msg_id, "cannot match the response to a request", error);
-            }
-            closed = matched ? "; request closed" : "; no open request matched";
-        }
-        char text [96];
-        snprintf (text, sizeof text, "%s rows changed %d%s", reference->rtype, changed, closed);
-        outcome = s_finish (self, msg_id, MX_STATE_SUCCEEDED, MX_ERR_NONE, NULL, text);
-    }
-    mx_reference_destroy (&reference);
-    return outcome;
-}
-
 //  ---------------------------------------------------------------------
-//  One message, inside the batch transaction
-
-static bool
-s_ignored (s_processor_t *self, const char *type)
-{
-    const mx_config_string_list_t *list = &self->config->pipeline_ignore_types;
-    for (size_t i = 0; i < list->count; i++)
-        if (strcmp (list->items [i], type) == 0)
-            return true;
-    return false;
-}
-
-//  What the codec needs of the configuration.
-static mx_sis_options_t
-s_sis_options (const s_processor_t *self)
-{
-    return (mx_sis_options_t) {
-        .zone = self->zone, .max_bytes = (size_t) self->config->codec_max_message_bytes,
-        .ignore_types = self->config->pipeline_ignore_types.items,
-        .ignore_count = self->config->pipeline_ignore_types.count,
-        .limits = mx_sis_limits (self->config)
-    };
-}
-
-//  The MALFORMED text of a message over the size limit. malloc'd.
-static char *
-s_too_large (size_t size, size_t max_bytes)
-{
-    return zsys_sprintf ("message of %zu bytes is larger than msgx.codec.max-message-bytes (%zu)", size, max_bytes);
-}
-
-static s_outcome_t
-s_dispatch (s_processor_t *self, int64_t msg_id, const mx_sis_msg_t *msg)
-{
-    char *error = NULL;
-    if (s_sql (self, "SAVEPOINT message", &error))
-        return s_broken (msg_id, "cannot open a savepoint", error);
-    const mx_sis_meta_t *meta = mx_sis_meta (msg);
-    s_outcome_t outcome;
-    switch (mx_sis_kind (msg)) {
-        case MX_SIS_KIND_FLOP:
-        case MX_SIS_KIND_FDEL:
-            outcome = s_apply_flop (self, msg_id, msg);
-            break;
-        case MX_SIS_KIND_SCHD_DNLD:
-        case MX_SIS_KIND_SCHD_ADFT:
-            outcome = s_apply_schedule (self, msg_id, msg);
-            break;
-        case MX_SIS_KIND_SCHD_DEL:
-            outcome = s_apply_schedule_del (self, msg_id, msg);
-            break;
-        case MX_SIS_KIND_SCHD_RESP: {
-            //  A schedule response is applied only when it answers an open
-            //  RQFD (degraded rule, audited); the match and the snapshot
-            //  commit or roll back together.
-            int64_t request_id = 0;
-            const char *why = NULL;
-            int matched = mx_requests_match_schedule_resp (self->pg, meta->dttm_ms, msg_id,
-                                                           mx_clock_now (self->clock), &request_id, &why, &error);
-            if (matched < 0)
-                outcome = s_broken (msg_id, "cannot match the response to a request", error);
-            else
-            if (matched == 0)
-                outcome = s_business_terminal (self, msg_id, MX_STATE_SKIPPED, MX_ERR_NONE, NULL, why);
-            else
-                outcome = s_apply_schedule (self, msg_id, msg);
-            break;
-        }
-        case MX_SIS_KIND_REFERENCE:
-            outcome = s_apply_reference (self, msg_id, msg);
-            break;
-        default: {
-            //  SCHD RESP waits for the request guard; SCHS and the rest
-            //  have no processor: retried, then DEAD(EXHAUSTED), replayable.
-            char *text = zsys_sprintf ("no processor for %s/%s (%s) in this version",
-                                       meta->type, meta->styp, mx_sis_kind_name (mx_sis_kind (msg)));
-            outcome = s_business_failed (self, msg_id, MX_ERR_UNSUPPORTED, text);
-            free (text);
-        }
-    }
-    if (outcome.step != S_BROKEN && s_sql (self, "RELEASE SAVEPOINT message", &error))
-        return s_broken (msg_id, "cannot release the savepoint", error);
-    return outcome;
-}
-
-static s_outcome_t
-s_process_one (s_processor_t *self, int64_t msg_id)
-{
-    char *error = NULL;
-    snprintf (self->current_type, sizeof self->current_type, "-");
-    mx_head_t row;
-    int found = mx_procstate_get (self->pg, msg_id, &row, &error);
-    if (found <= 0)
-        return s_broken (msg_id, "cannot read its proc_state row", found < 0 ? error : strdup ("no such row"));
-    if (row.state != MX_STATE_PENDING && row.state != MX_STATE_FAILED)
-        return (s_outcome_t) { S_DONE, row.state };         //  finished meanwhile
-    //  1. Entry guard.
-    if (row.state == MX_STATE_FAILED && row.attempts >= self->config->pipeline_max_attempts)
-        return s_finish (self, msg_id, MX_STATE_DEAD, MX_ERR_EXHAUSTED, NULL, NULL);
-    int64_t now = mx_clock_now (self->clock);
-    if (row.processing_started_at < 0 && mx_procstate_mark_started (self->pg, msg_id, now, &error))
-        return s_broken (msg_id, "cannot mark it started", error);
-
-    //  2. Raw text from the mailbox.
-    char *xml = NULL;
-    size_t size = 0;
-    size_t max_bytes = (size_t) self->config->codec_max_message_bytes;
-    int raw = mx_mailbox_read (self->mailbox, msg_id, max_bytes, &xml, &size, &error);
-    if (raw < 0) {
-        char *text = zsys_sprintf ("mailbox read failed: %s", error);
-        free (error);
-        s_outcome_t outcome = s_fail (self, msg_id, MX_ERR_INFRA, text);
-        free (text);
-        return outcome;
-    }
-    if (raw == 0)
-        return s_finish (self, msg_id, MX_STATE_DEAD, MX_ERR_MALFORMED, "raw-missing", "raw-missing");
-    if (!xml) {
-        char *text = s_too_large (size, max_bytes);
-        s_outcome_t outcome = s_finish (self, msg_id, MX_STATE_DEAD, MX_ERR_MALFORMED, text, NULL);
-        free (text);
-        return outcome;
-    }
-
-    //  3. Decode the envelope.
-    mx_sis_options_t options = s_sis_options (self);
-    mx_sis_status_t status;
-    mx_sis_msg_t *msg = mx_sis_decode (xml, size, &options, &status, &error);
-    free (xml);
-    if (!msg) {
-        s_outcome_t outcome = status == MX_SIS_MALFORMED
-            ? s_finish (self, msg_id, MX_STATE_DEAD, MX_ERR_MALFORMED, error, NULL)
-            : s_fail (self, msg_id, MX_ERR_CODEC_ERROR, error);
-        free (error);
-        return outcome;
-    }
-    const mx_sis_meta_t *meta = mx_sis_meta (msg);
-    snprintf (self->current_type, sizeof self->current_type, "%s", meta->type);
-    s_outcome_t outcome;
-    if (mx_procstate_set_kind (self->pg, msg_id, meta->type, meta->styp, now, &error)) {
-        outcome = s_broken (msg_id, "cannot record the message kind", error);
-        goto done;
-    }
-    //  4. Identity, bound before the business savepoint: a rollback of
-    //  the business part keeps it, so a retry is never its own duplicate.
-    char key [128];
-    mx_sis_identity (meta, self->config->identity_include_day_boundary, key, sizeof key);
-    int64_t holder = mx_procstate_bind_identity (self->pg, msg_id, key, now, &error);
-    if (holder < 0) {
-        outcome = s_broken (msg_id, "cannot bind the identity", error);
-        goto done;
-    }
-    if (holder != msg_id) {
-        char text [48];
-        snprintf (text, sizeof text, "duplicate-of:%" PRId64, holder);
-        outcome = s_finish (self, msg_id, MX_STATE_SKIPPED, MX_ERR_NONE, NULL, text);
-        goto done;
-    }
-    //  5. Dispatch.
-    if (s_ignored (self, meta->type)) {
-        char text [32];
-        snprintf (text, sizeof text, "ignored:%s", meta->type);
-        outcome = s_finish (self, msg_id, MX_STATE_SKIPPED, MX_ERR_NONE, NULL, text);
-        goto done;
-    }
-    outcome = s_dispatch (self, msg_id, msg);
-done:
-    mx_sis_destroy (&msg);
-    return outcome;
-}
-
-//  ---------------------------------------------------------------------
-//  The bulk path: a run of ordinary messages (non-business terminals,
-//  FLOP/FDEL, SCHD DNLD/ADFT) decoded and applied in memory, written in a
-//  handful of statements. Everything it cannot settle in memory (a CODEC
-//  or UNSUPPORTED failure, reference data, SCHD DEL, unknown kinds) ends
-//  the run; those go through the message-by-message path after it. A
-//  database error rolls the whole batch back and it is redone message by
-//  message, so the outcome is always what one-at-a-time processing gives.
-
-typedef enum { B_TERMINAL, B_FLOP, B_SCHEDULE } s_plan_t;
-
-typedef struct {
-    int64_t msg_id;
-    char *xml;                  //  from the range read (owned by the rows array)
-    size_t size;
-    bool present;
-    mx_sis_msg_t *msg;
-    char key [128];
-    bool holds_key;             //  bound: the key goes onto its row
-    s_plan_t plan;
-    mx_flop_t *flop;
-    mx_schedule_t *schedule;
-    mx_bulk_terminal_t terminal;
-    char *text;                 //  owned texts for the terminal row
-    char *outcome;
-    bool stop;                  //  read ahead: needs the message-by-message path
-} s_item_t;
+//  Load and write: the same steps for a batch and for one message
 
 //  The messages after a full batch, read and decoded while its states are
 //  written and committed and while the pump hands over the next head:
 //  under a backlog the next batch is exactly those, and their decoding
 //  then costs the chain nothing.
+typedef struct {
+    mx_apply_msg_t m;
+    const char *xml;            //  from the range read (owned by the rows array)
+    size_t size;
+    bool present;
+    bool stop;                  //  needs the message-by-message path
+} s_item_t;
+
 struct s_ahead_t {
     int64_t after;              //  the rows read come after this id
     int64_t read_at;            //  zclock_mono
@@ -617,93 +188,352 @@ struct s_ahead_t {
 //  the mailbox meanwhile).
 #define S_AHEAD_FRESH_MS 1000
 
-//  A flight as loaded (before) and as it stands after the batch so far.
+static void
+s_flight_free (void **item)
+{
+    mx_flight_destroy ((mx_flight_t **) item);
+}
+
+//  The batch committed: its flight states are what is stored now.
+static void
+s_flights_committed (s_processor_t *self)
+{
+    if (zhashx_size (self->flights) + zlistx_size (self->flights_owed) > S_FLIGHTS_KEPT)
+        zhashx_purge (self->flights);
+    mx_flight_t *flight;
+    while ((flight = (mx_flight_t *) zlistx_detach (self->flights_owed, NULL))) {
+        char key [24];
+        snprintf (key, sizeof key, "%" PRId64, flight->flid);
+        zhashx_update (self->flights, key, flight);
+    }
+}
+
+//  Locks every flight of the set and loads them in one query each: whole
+//  only those whose stored state is not the one a batch of ours committed
+//  last (state_version and last_msg_id tell: every stored change bumps
+//  the version).
+static int
+s_load_flights (s_processor_t *self, mx_flightset_t *flights, char **error)
+{
+    size_t unique = mx_flightset_size (flights);
+    if (unique == 0)
+        return 0;
+    mx_flight_slot_t **slots = (mx_flight_slot_t **) calloc (unique + 1, sizeof (mx_flight_slot_t *));
+    int64_t *flids = (int64_t *) calloc (unique + 1, sizeof (int64_t));
+    int64_t *versions = (int64_t *) calloc (unique + 1, sizeof (int64_t));
+    int64_t *last_msg_ids = (int64_t *) calloc (unique + 1, sizeof (int64_t));
+    int64_t *missed = (int64_t *) calloc (unique + 1, sizeof (int64_t));
+    size_t f = 0, misses = 0;
+    for (mx_flight_slot_t *slot = mx_flightset_first (flights); slot; slot = mx_flightset_next (flights)) {
+        slots [f] = slot;
+        flids [f++] = slot->flid;
+    }
+    int rc = mx_flight_repo_lock (self->pg, flids, unique, versions, last_msg_ids, error);
+    for (f = 0; f < unique && rc == 0; f++) {
+        if (versions [f] < 0)
+            continue;               //  no such flight
+        char key [24];
+        snprintf (key, sizeof key, "%" PRId64, flids [f]);
+        const mx_flight_t *kept = (const mx_flight_t *) zhashx_lookup (self->flights, key);
+        if (kept && kept->state_version == versions [f] && kept->last_msg_id == last_msg_ids [f])
+            mx_flightset_load (slots [f], mx_flight_dup (kept));
+        else
+            missed [misses++] = flids [f];
+    }
+    mx_flight_t **read = (mx_flight_t **) calloc (misses + 1, sizeof (mx_flight_t *));
+    if (rc == 0 && misses)
+        rc = mx_flight_repo_load (self->pg, missed, misses, true, read, error);
+    for (size_t m = 0; m < misses; m++) {
+        if (rc == 0)
+            mx_flightset_load (mx_flightset_get (flights, missed [m]), read [m]);
+        else
+            mx_flight_destroy (&read [m]);
+    }
+    free (read);
+    free (missed);
+    free (versions);
+    free (last_msg_ids);
+    free (flids);
+    free (slots);
+    return rc;
+}
+
+//  Adds the flights a message reads to the set.
+static void
+s_want_flights (mx_flightset_t *flights, const mx_apply_msg_t *m)
+{
+    size_t count = mx_apply_flight_count (m);
+    for (size_t i = 0; i < count; i++)
+        mx_flightset_add (flights, mx_apply_flight_id (m, i));
+}
+
+//  The events of one change, streamed into the outbox COPY in order.
 typedef struct {
-    mx_flight_t *before;        //  NULL: new in this batch
-    mx_flight_t *now;
-} s_slot_t;
+    s_processor_t *self;
+    mx_bulk_copy_t *copy;
+} s_events_t;
 
 static void
-s_item_terminal (s_item_t *item, mx_state_t state, mx_error_class_t error_class, const char *text, const char *outcome)
+s_change_events (void *arg, const mx_change_t *change)
 {
-    free (item->text);
-    free (item->outcome);
-    item->plan = B_TERMINAL;
-    item->text = text ? strdup (text) : NULL;
-    item->outcome = outcome ? strdup (outcome) : NULL;
-    item->terminal.msg_id = item->msg_id;
-    item->terminal.state = state;
-    item->terminal.error_class = error_class;
+    s_events_t *events = (s_events_t *) arg;
+    s_processor_t *self = events->self;
+    const mx_sis_meta_t *meta = change->meta;
+    const mx_flight_t *after = change->after;
+    mx_event_meta_t event = {
+        .msg_id = change->msg_id, .type = meta->type, .styp = meta->styp, .seqn = meta->seqn, .dttm = meta->dttm
+    };
+    mx_flight_event_texts_into (after, &event, change->changed, self->zone, &self->doc_msg, &self->doc_state);
+    mx_event_type_t type = change->tombstone ? MX_EVENT_TOMBSTONE : MX_EVENT_UPSERT;
+    mx_bulk_event_t msg_event = { MX_TARGET_MSG, type, after->flid, after->state_version, change->msg_id,
+                                  self->doc_msg.data };
+    mx_bulk_event_t schd_event = { MX_TARGET_SCHD, type, after->flid, after->state_version, change->msg_id,
+                                   change->tombstone ? NULL : self->doc_state.data };
+    mx_bulk_events_put (events->copy, &msg_event);
+    mx_bulk_events_put (events->copy, &schd_event);
 }
 
+//  Applies messages [0, count) in order onto the loaded flights, streaming
+//  their events into one COPY as they come, so that PostgreSQL stores the
+//  first while the next are computed.
+static int
+s_apply (s_processor_t *self, mx_apply_msg_t **messages, size_t count, mx_flightset_t *flights,
+         int64_t now, char **error)
+{
+    size_t most = 0;
+    for (size_t i = 0; i < count; i++)
+        most += mx_apply_most_events (messages [i]);
+    s_events_t events = { self, NULL };
+    if (most && mx_bulk_events_open (self->pg, most, now, &events.copy, error))
+        return -1;
+    mx_apply_rules_t rules = s_rules (self);
+    for (size_t i = 0; i < count; i++)
+        mx_apply_message (&rules, messages [i], flights, now, s_change_events, &events);
+    return events.copy ? mx_bulk_events_close (&events.copy, error) : 0;
+}
+
+//  Each changed flight once, at its final state.
+static int
+s_write_flights (s_processor_t *self, mx_flightset_t *flights, int64_t now, char **error)
+{
+    size_t slot_count = mx_flightset_size (flights), changed = 0;
+    const mx_flight_t **before = (const mx_flight_t **) calloc (slot_count + 1, sizeof (mx_flight_t *));
+    const mx_flight_t **after = (const mx_flight_t **) calloc (slot_count + 1, sizeof (mx_flight_t *));
+    for (mx_flight_slot_t *slot = mx_flightset_first (flights); slot; slot = mx_flightset_next (flights))
+        if (slot->now && (!slot->before || slot->before->state_version != slot->now->state_version)) {
+            before [changed] = slot->before;
+            after [changed++] = slot->now;
+        }
+    int rc = changed ? mx_flight_repo_save_many (self->pg, before, after, changed, now, error) : 0;
+    free (before);
+    free (after);
+    return rc;
+}
+
+static int
+s_write_snapshot (s_processor_t *self, const mx_apply_msg_t *m, int64_t now, char **error)
+{
+    const mx_snapshot_t *snap = &m->snapshot;
+    if (!snap->present || m->outcome.state != MX_STATE_SUCCEEDED)
+        return 0;
+    return mx_snap_log_insert (self->pg, m->msg_id, mx_sis_meta (m->msg)->styp, snap->scope_begin,
+                               snap->scope_end, now, snap->inserted, snap->updated, snap->unchanged, error);
+}
+
+//  The final states go to the cache once the transaction commits.
 static void
-s_item_free (s_item_t *item)
+s_flights_owed (s_processor_t *self, mx_flightset_t *flights)
 {
-    mx_sis_destroy (&item->msg);
-    mx_flop_destroy (&item->flop);
-    mx_schedule_destroy (&item->schedule);
-    free (item->text);
-    free (item->outcome);
-    item->text = item->outcome = NULL;
+    for (mx_flight_slot_t *slot = mx_flightset_first (flights); slot; slot = mx_flightset_next (flights))
+        if (slot->now) {
+            zlistx_add_end (self->flights_owed, slot->now);
+            slot->now = NULL;
+        }
 }
 
-//  Decodes a message whose raw text is in hand into its plan or its
-//  terminal outcome. Depends on the configuration and the zone only, so it
-//  may run ahead of the batch. false: the message needs the
-//  message-by-message path (a codec error, a kind the bulk path lacks).
-static bool
-s_item_decode (s_processor_t *self, s_item_t *item)
+//  ---------------------------------------------------------------------
+//  One message, inside the batch transaction: the fallback after a
+//  database error and the path of what the batch cannot settle in memory.
+//  The same rules and the same load and write steps, one message at a time.
+
+//  Reference data: applied by the repository; a response closes the open
+//  request of its list when it matches, the data is applied either way.
+static int
+s_reference (s_processor_t *self, mx_apply_msg_t *m, char **error)
+{
+    int changed = 0;
+    int64_t now = mx_clock_now (self->clock);
+    const mx_reference_t *reference = m->reference;
+    if (mx_reference_apply (self->pg, reference, m->msg_id, now, &changed, error))
+        return -1;
+    const char *closed = "";
+    if (strcmp (reference->styp, "RESP") == 0) {
+        int64_t request_id = 0;
+        const char *why = NULL;
+        int matched = mx_requests_match_reference_resp (self->pg, reference->rtype, mx_sis_meta (m->msg)->dttm_ms,
+                                                        m->msg_id, now, &request_id, &why, error);
+        if (matched < 0)
+            return -1;
+        closed = matched ? "; request closed" : "; no open request matched";
+    }
+    char detail [96];
+    snprintf (detail, sizeof detail, "%s rows changed %d%s", reference->rtype, changed, closed);
+    mx_outcome_set (&m->outcome, MX_STATE_SUCCEEDED, MX_ERR_NONE, NULL, detail);
+    return 0;
+}
+
+//  The business part: load, apply, write, inside the savepoint.
+static int
+s_business (s_processor_t *self, mx_apply_msg_t *m, mx_flightset_t *flights, char **error)
+{
+    int64_t now = mx_clock_now (self->clock);
+    if (m->kind == MX_SIS_KIND_SCHD_RESP) {
+        //  Applied only when it answers an open RQFD (degraded rule,
+        //  audited); the match and the snapshot commit or roll back together.
+        int64_t request_id = 0;
+        const char *why = NULL;
+        int matched = mx_requests_match_schedule_resp (self->pg, mx_sis_meta (m->msg)->dttm_ms, m->msg_id, now,
+                                                       &request_id, &why, error);
+        if (matched < 0)
+            return -1;
+        mx_apply_rules_t rules = s_rules (self);
+        mx_apply_response (&rules, m, matched > 0, why);
+    }
+    if (m->reference && !m->outcome.decided)
+        return s_reference (self, m, error);
+    s_want_flights (flights, m);
+    if (s_load_flights (self, flights, error) || s_apply (self, &m, 1, flights, now, error))
+        return -1;
+    if (m->outcome.state != MX_STATE_SUCCEEDED)
+        return 0;
+    return s_write_flights (self, flights, now, error) || s_write_snapshot (self, m, now, error) ? -1 : 0;
+}
+
+static s_result_t
+s_dispatch (s_processor_t *self, mx_apply_msg_t *m)
 {
     char *error = NULL;
-    size_t max_bytes = (size_t) self->config->codec_max_message_bytes;
-    if (!item->xml) {
-        char *text = s_too_large (item->size, max_bytes);
-        s_item_terminal (item, MX_STATE_DEAD, MX_ERR_MALFORMED, text, NULL);
+    if (s_sql (self, "SAVEPOINT message", &error))
+        return s_broken (m->msg_id, "cannot open a savepoint", error);
+    mx_flightset_t *flights = mx_flightset_new ();
+    s_result_t result;
+    if (s_business (self, m, flights, &error))
+        result = s_broken (m->msg_id, "cannot apply the message", error);
+    else
+    if (m->outcome.state == MX_STATE_SUCCEEDED) {
+        result = s_finish (self, m->msg_id, &m->outcome);
+        if (result.step == S_DONE)
+            s_flights_owed (self, flights);
+    }
+    else
+    if (s_sql (self, "ROLLBACK TO SAVEPOINT message", &error))
+        result = s_broken (m->msg_id, "cannot roll back to the savepoint", error);
+    else
+        result = s_record (self, m);
+    mx_flightset_destroy (&flights);
+    if (result.step != S_BROKEN && s_sql (self, "RELEASE SAVEPOINT message", &error))
+        return s_broken (m->msg_id, "cannot release the savepoint", error);
+    return result;
+}
+
+//  Up to the identity: the row, the raw text, the envelope. Returns true
+//  when the message goes on to its business part.
+static bool
+s_prepare_one (s_processor_t *self, mx_apply_msg_t *m, s_result_t *result)
+{
+    char *error = NULL;
+    int64_t msg_id = m->msg_id;
+    mx_apply_rules_t rules = s_rules (self);
+    mx_head_t row;
+    int found = mx_procstate_get (self->pg, msg_id, &row, &error);
+    if (found <= 0) {
+        *result = s_broken (msg_id, "cannot read its proc_state row", found < 0 ? error : strdup ("no such row"));
+        return false;
+    }
+    if (row.state != MX_STATE_PENDING && row.state != MX_STATE_FAILED) {
+        *result = (s_result_t) { S_DONE, row.state };           //  finished meanwhile
+        return false;
+    }
+    if (mx_apply_entry (&rules, m, row.state, row.attempts)) {
+        *result = s_record (self, m);
+        return false;
+    }
+    int64_t now = mx_clock_now (self->clock);
+    if (row.processing_started_at < 0 && mx_procstate_mark_started (self->pg, msg_id, now, &error)) {
+        *result = s_broken (msg_id, "cannot mark it started", error);
+        return false;
+    }
+    char *xml = NULL;
+    size_t size = 0;
+    int raw = mx_mailbox_read (self->mailbox, msg_id, rules.max_bytes, &xml, &size, &error);
+    if (raw < 0) {
+        char *text = zsys_sprintf ("mailbox read failed: %s", error);
+        free (error);
+        *result = s_fail (self, msg_id, MX_ERR_INFRA, text);
         free (text);
-        return true;
+        return false;
     }
-    mx_sis_options_t options = s_sis_options (self);
-    mx_sis_status_t status;
-    item->msg = mx_sis_decode (item->xml, item->size, &options, &status, &error);
-    if (!item->msg) {
-        if (status != MX_SIS_MALFORMED) {
-            free (error);
-            return false;               //  CODEC_ERROR: a failed attempt, not ours
-        }
-        s_item_terminal (item, MX_STATE_DEAD, MX_ERR_MALFORMED, error, NULL);
-        free (error);
-        return true;
+    mx_apply_decode (&rules, m, raw > 0, xml, size);
+    free (xml);
+    if (!m->msg) {
+        *result = s_record (self, m);
+        return false;
     }
-    const mx_sis_meta_t *meta = mx_sis_meta (item->msg);
-    item->terminal.type = meta->type;
-    item->terminal.styp = meta->styp;
-    mx_sis_identity (meta, self->config->identity_include_day_boundary, item->key, sizeof item->key);
-    if (s_ignored (self, meta->type)) {
-        char outcome [32];
-        snprintf (outcome, sizeof outcome, "ignored:%s", meta->type);
-        s_item_terminal (item, MX_STATE_SKIPPED, MX_ERR_NONE, NULL, outcome);
-        return true;
+    const mx_sis_meta_t *meta = mx_sis_meta (m->msg);
+    snprintf (self->current_type, sizeof self->current_type, "%s", meta->type);
+    if (mx_procstate_set_kind (self->pg, msg_id, meta->type, meta->styp, now, &error)) {
+        *result = s_broken (msg_id, "cannot record the message kind", error);
+        return false;
     }
-    mx_sis_kind_t kind = mx_sis_kind (item->msg);
-    mx_body_status_t body = MX_BODY_OK;
-    if (kind == MX_SIS_KIND_FLOP || kind == MX_SIS_KIND_FDEL) {
-        body = mx_sis_flop (item->msg, self->zone, &item->flop, &error);
-        item->plan = B_FLOP;
+    //  The identity is bound before the business savepoint: a rollback of
+    //  the business part keeps it, so a retry is never its own duplicate.
+    int64_t holder = mx_procstate_bind_identity (self->pg, msg_id, m->key, now, &error);
+    if (holder < 0) {
+        *result = s_broken (msg_id, "cannot bind the identity", error);
+        return false;
     }
-    else
-    if (kind == MX_SIS_KIND_SCHD_DNLD || kind == MX_SIS_KIND_SCHD_ADFT) {
-        body = mx_sis_schedule (item->msg, self->zone, &item->schedule, &error);
-        item->plan = B_SCHEDULE;
-    }
-    else
-        return false;                   //  reference, SCHD DEL, unsupported: message by message
-    if (body == MX_BODY_PROTOCOL) {
-        s_item_terminal (item, MX_STATE_DEAD, MX_ERR_PROTOCOL, error, NULL);
-        free (error);
-        return true;
-    }
-    free (error);
-    return body == MX_BODY_OK;
+    mx_apply_identity (m, holder);
+    return true;
+}
+
+static s_result_t
+s_process_one (s_processor_t *self, int64_t msg_id)
+{
+    snprintf (self->current_type, sizeof self->current_type, "-");
+    mx_apply_msg_t m = { .msg_id = msg_id };
+    s_result_t result;
+    if (s_prepare_one (self, &m, &result))
+        result = m.outcome.decided && m.outcome.state != MX_STATE_FAILED ? s_record (self, &m)
+                                                                         : s_dispatch (self, &m);
+    mx_apply_msg_reset (&m);
+    return result;
+}
+
+//  ---------------------------------------------------------------------
+//  The bulk path: a run of ordinary messages (non-business terminals,
+//  FLOP/FDEL, SCHD DNLD/ADFT) decoded and applied in memory, written in a
+//  handful of statements. Everything it cannot settle in memory (a CODEC
+//  or UNSUPPORTED failure, reference data, SCHD DEL and RESP, unknown
+//  kinds) ends the run; those go through the message-by-message path
+//  after it. A database error rolls the whole batch back and it is redone
+//  message by message, so the outcome is always what one-at-a-time
+//  processing gives.
+
+//  True when the batch can settle the decoded message in memory.
+static bool
+s_bulk_settles (const mx_apply_msg_t *m)
+{
+    if (m->outcome.decided)
+        return m->outcome.state != MX_STATE_FAILED;
+    return m->plan == MX_PLAN_FLOP || (m->plan == MX_PLAN_SCHEDULE && m->kind != MX_SIS_KIND_SCHD_RESP);
+}
+
+static void
+s_item_decode (s_processor_t *self, s_item_t *item)
+{
+    mx_apply_rules_t rules = s_rules (self);
+    mx_apply_decode (&rules, &item->m, item->present, item->xml, item->size);
+    item->stop = !s_bulk_settles (&item->m);
 }
 
 static void
@@ -714,7 +544,7 @@ s_ahead_destroy (s_ahead_t **self_p)
         return;
     for (size_t r = 0; r < self->raw_count; r++) {
         if (self->items)
-            s_item_free (&self->items [r]);
+            mx_apply_msg_reset (&self->items [r].m);
         if (self->raw)
             free (self->raw [r].xml);
     }
@@ -746,7 +576,7 @@ s_ahead_read (s_processor_t *self, int64_t last)
     assert (ahead->items);
     for (size_t r = 0; r < ahead->raw_count; r++) {
         s_item_t *item = &ahead->items [r];
-        item->msg_id = ahead->raw [r].id;
+        item->m.msg_id = ahead->raw [r].id;
         item->present = true;
         item->xml = ahead->raw [r].xml;
         item->size = ahead->raw [r].size;
@@ -763,8 +593,7 @@ s_ahead_decode (s_processor_t *self, PGconn *until)
 {
     s_ahead_t *ahead = self->ahead;
     while (ahead && ahead->decoded < ahead->raw_count) {
-        s_item_t *item = &ahead->items [ahead->decoded++];
-        item->stop = !s_item_decode (self, item);
+        s_item_decode (self, &ahead->items [ahead->decoded++]);
         if (until && ahead->decoded % 16 == 0 && (!PQconsumeInput (until) || !PQisBusy (until)))
             break;
     }
@@ -786,61 +615,208 @@ s_ahead_covers (const s_ahead_t *ahead, const int64_t *ids, size_t count)
     return true;
 }
 
-static void
-s_slot_destroy (void **item)
-{
-    s_slot_t *slot = (s_slot_t *) *item;
-    mx_flight_destroy (&slot->before);
-    mx_flight_destroy (&slot->now);
-    free (slot);
-    *item = NULL;
-}
-
-//  Events of one change, streamed into the batch's outbox COPY in order.
-static void
-s_change_events (s_processor_t *self, mx_bulk_copy_t *copy, const mx_flight_t *before,
-                 const mx_flight_t *after, json_t *changed, const mx_sis_meta_t *meta, int64_t msg_id)
-{
-    mx_event_meta_t event = {
-        .msg_id = msg_id, .type = meta->type, .styp = meta->styp, .seqn = meta->seqn, .dttm = meta->dttm
-    };
-    bool tombstone = after->deleted && (!before || !before->deleted);
-    mx_flight_event_texts_into (after, &event, changed, self->zone, &self->doc_msg, &self->doc_state);
-    mx_event_type_t type = tombstone ? MX_EVENT_TOMBSTONE : MX_EVENT_UPSERT;
-    mx_bulk_event_t msg_event = { MX_TARGET_MSG, type, after->flid, after->state_version, msg_id,
-                                  self->doc_msg.data };
-    mx_bulk_event_t schd_event = { MX_TARGET_SCHD, type, after->flid, after->state_version, msg_id,
-                                   tombstone ? NULL : self->doc_state.data };
-    mx_bulk_events_put (copy, &msg_event);
-    mx_bulk_events_put (copy, &schd_event);
-}
+//  A batch in the bulk path: what it holds from read to write.
+typedef struct {
+    const int64_t *ids;
+    size_t count;
+    size_t prefix;              //  items [0, prefix) are settled in memory
+    s_item_t *items;
+    mx_apply_msg_t **messages;  //  &items [i].m
+    int *states, *attempts;
+    mx_mailbox_text_t *raw;
+    size_t raw_count;
+    s_ahead_t *ahead;           //  the read-ahead, when it holds the batch
+    mx_flightset_t *flights;
+    int64_t now;
+    int64_t phase [9];          //  where its time goes, for the debug log (us)
+} s_bulk_t;
 
 static void
-s_flight_free (void **item)
+s_bulk_destroy (s_bulk_t *bulk)
 {
-    mx_flight_destroy ((mx_flight_t **) item);
+    for (size_t i = 0; i < bulk->count; i++)
+        mx_apply_msg_reset (&bulk->items [i].m);
+    s_ahead_destroy (&bulk->ahead);
+    for (size_t r = 0; r < bulk->raw_count; r++)
+        free (bulk->raw [r].xml);
+    free (bulk->raw);
+    free (bulk->items);
+    free (bulk->messages);
+    free (bulk->states);
+    free (bulk->attempts);
+    mx_flightset_destroy (&bulk->flights);
 }
 
-//  The batch committed: its flight states are what is stored now.
-static void
-s_flights_committed (s_processor_t *self)
+//  The rows' states and the raw texts: decoded already if the read-ahead
+//  holds the batch.
+static int
+s_bulk_read (s_processor_t *self, s_bulk_t *bulk, char **error)
 {
-    if (zhashx_size (self->flights) + zlistx_size (self->flights_owed) > S_FLIGHTS_KEPT)
-        zhashx_purge (self->flights);
-    mx_flight_t *flight;
-    while ((flight = (mx_flight_t *) zlistx_detach (self->flights_owed, NULL))) {
-        char key [24];
-        snprintf (key, sizeof key, "%" PRId64, flight->flid);
-        zhashx_update (self->flights, key, flight);
+    bool covered = s_ahead_covers (self->ahead, bulk->ids, bulk->count);
+    if (covered)
+        s_ahead_decode (self, NULL);
+    bulk->ahead = self->ahead;
+    self->ahead = NULL;
+    if (!covered)
+        s_ahead_destroy (&bulk->ahead);
+    else {
+        bulk->raw = bulk->ahead->raw;
+        bulk->raw_count = bulk->ahead->raw_count;
+        bulk->ahead->raw = NULL;
     }
+    if (mx_bulk_start (self->pg, bulk->ids, bulk->count, bulk->states, bulk->attempts, error))
+        return -1;
+    if (!bulk->ahead)
+        return mx_mailbox_read_range (self->mailbox, bulk->ids [0], bulk->ids [bulk->count - 1],
+                                      (size_t) self->config->codec_max_message_bytes,
+                                      &bulk->raw, &bulk->raw_count, error);
+    return 0;
 }
 
-static s_slot_t *
-s_slot (zhashx_t *slots, int64_t flid)
+//  Decode in order, up to the first message the bulk path cannot settle
+//  in memory; bulk->prefix gets how many it can.
+static void
+s_bulk_decode (s_processor_t *self, s_bulk_t *bulk)
 {
-    char key [24];
-    snprintf (key, sizeof key, "%" PRId64, flid);
-    return (s_slot_t *) zhashx_lookup (slots, key);
+    mx_apply_rules_t rules = s_rules (self);
+    size_t next_raw = 0, prefix;
+    for (prefix = 0; prefix < bulk->count; prefix++) {
+        s_item_t *item = &bulk->items [prefix];
+        item->m.msg_id = bulk->ids [prefix];
+        bulk->messages [prefix] = &item->m;
+        int state = bulk->states [prefix];
+        if (state != MX_STATE_PENDING && state != MX_STATE_FAILED)
+            break;
+        while (next_raw < bulk->raw_count && bulk->raw [next_raw].id < item->m.msg_id)
+            next_raw++;
+        if (next_raw < bulk->raw_count && bulk->raw [next_raw].id == item->m.msg_id) {
+            item->present = true;
+            item->xml = bulk->raw [next_raw].xml;
+            item->size = bulk->raw [next_raw].size;
+        }
+        if (mx_apply_entry (&rules, &item->m, (mx_state_t) state, bulk->attempts [prefix]))
+            continue;
+        if (bulk->ahead && item->present) {
+            *item = bulk->ahead->items [next_raw];
+            memset (&bulk->ahead->items [next_raw], 0, sizeof (s_item_t));
+        }
+        else
+            s_item_decode (self, item);
+        if (item->stop)
+            break;
+    }
+    bulk->prefix = prefix;
+}
+
+//  Identities, all at once, in msg_id order: a duplicate is SKIPPED
+//  whatever its body says.
+static int
+s_bulk_identities (s_processor_t *self, s_bulk_t *bulk, char **error)
+{
+    size_t prefix = bulk->prefix, binds = 0;
+    int64_t *bind_ids = (int64_t *) calloc (prefix + 1, sizeof (int64_t));
+    const char **keys = (const char **) calloc (prefix + 1, sizeof (char *));
+    mx_apply_msg_t **owners = (mx_apply_msg_t **) calloc (prefix + 1, sizeof (mx_apply_msg_t *));
+    int64_t *holders = (int64_t *) calloc (prefix + 1, sizeof (int64_t));
+    for (size_t i = 0; i < prefix; i++)
+        if (bulk->messages [i]->msg) {
+            bind_ids [binds] = bulk->messages [i]->msg_id;
+            keys [binds] = bulk->messages [i]->key;
+            owners [binds++] = bulk->messages [i];
+        }
+    int rc = binds ? mx_bulk_bind_identities (self->pg, bind_ids, keys, binds, bulk->now, holders, error) : 0;
+    for (size_t b = 0; rc == 0 && b < binds; b++)
+        mx_apply_identity (owners [b], holders [b]);
+    free (bind_ids);
+    free (keys);
+    free (owners);
+    free (holders);
+    return rc;
+}
+
+//  Every terminal state with its intent, in one statement. A full batch
+//  says a backlog: the next messages are read and decoded while the server
+//  writes these states (and then commits).
+static int
+s_bulk_states (s_processor_t *self, s_bulk_t *bulk, char **error)
+{
+    size_t prefix = bulk->prefix;
+    mx_bulk_terminal_t *rows = (mx_bulk_terminal_t *) calloc (prefix + 1, sizeof (mx_bulk_terminal_t));
+    for (size_t i = 0; i < prefix; i++) {
+        const mx_apply_msg_t *m = bulk->messages [i];
+        const mx_sis_meta_t *meta = m->msg ? mx_sis_meta (m->msg) : NULL;
+        rows [i] = (mx_bulk_terminal_t) {
+            .msg_id = m->msg_id, .state = m->outcome.state, .error_class = m->outcome.error_class,
+            .last_error = m->outcome.text, .outcome = m->outcome.detail,
+            .type = meta ? meta->type : NULL, .styp = meta ? meta->styp : NULL,
+            .identity_key = m->holds_key ? m->key : NULL
+        };
+    }
+    int rc = mx_bulk_finish_send (self->pg, rows, prefix, bulk->now, error);
+    if (rc == 0) {
+        if (prefix == (size_t) self->config->pipeline_process_batch) {
+            s_ahead_read (self, bulk->ids [prefix - 1]);
+            s_ahead_decode (self, self->pg);
+        }
+        rc = mx_bulk_finish_result (self->pg, prefix, error);
+    }
+    free (rows);
+    return rc;
+}
+
+//  Metrics and the WARN lines of a written batch.
+static void
+s_bulk_report (const s_bulk_t *bulk)
+{
+    for (size_t i = 0; i < bulk->prefix; i++) {
+        const mx_apply_msg_t *m = bulk->messages [i];
+        const char *type = m->msg ? mx_sis_meta (m->msg)->type : "-";
+        mx_metrics_add (mx_metrics_messages (type, mx_state_name (m->outcome.state)), 1);
+    }
+    for (size_t i = 0; i < bulk->prefix; i++) {
+        const mx_apply_msg_t *m = bulk->messages [i];
+        if (m->outcome.state != MX_STATE_DEAD)
+            continue;
+        const char *error_class = mx_error_class_name (m->outcome.error_class);
+        mx_metrics_add (mx_metrics_messages_dead (error_class), 1);
+        mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:I,s:s,s:s}", "msg_id", (json_int_t) m->msg_id,
+                                                    "state", "DEAD", "error_class", error_class),
+                     "%" PRId64 " DEAD: %s: %s", m->msg_id, error_class, m->outcome.text ? m->outcome.text : "");
+    }
+    const int64_t *phase = bulk->phase;
+    mx_log_emit (MX_LOG_DEBUG, ACTOR, json_pack ("{s:I,s:i,s:b}", "msg_id", (json_int_t) bulk->ids [0],
+                                                "batch", (int) bulk->prefix, "read_ahead", bulk->ahead != NULL),
+                 "bulk phases (us): read %" PRId64 " decode %" PRId64 " identities %" PRId64 " flights %" PRId64
+                 " apply %" PRId64 " events after it %" PRId64 " write flights %" PRId64 " states %" PRId64,
+                 phase [1] - phase [0], phase [2] - phase [1], phase [3] - phase [2], phase [4] - phase [3],
+                 phase [5] - phase [4], phase [6] - phase [5], phase [7] - phase [6], phase [8] - phase [7]);
+}
+
+//  Load, apply, write: the batch's steps after its messages are decoded.
+static int
+s_bulk_steps (s_processor_t *self, s_bulk_t *bulk, char **error)
+{
+    int64_t *phase = bulk->phase;
+    if (s_bulk_identities (self, bulk, error))
+        return -1;
+    phase [3] = zclock_usecs ();
+    for (size_t i = 0; i < bulk->prefix; i++)
+        s_want_flights (bulk->flights, bulk->messages [i]);
+    if (s_load_flights (self, bulk->flights, error))
+        return -1;
+    phase [4] = zclock_usecs ();
+    int rc = s_apply (self, bulk->messages, bulk->prefix, bulk->flights, bulk->now, error);
+    phase [5] = phase [6] = zclock_usecs ();
+    if (rc || s_write_flights (self, bulk->flights, bulk->now, error))
+        return -1;
+    phase [7] = zclock_usecs ();
+    for (size_t i = 0; i < bulk->prefix; i++)
+        if (s_write_snapshot (self, bulk->messages [i], bulk->now, error))
+            return -1;
+    if (s_bulk_states (self, bulk, error))
+        return -1;
+    phase [8] = zclock_usecs ();
+    return 0;
 }
 
 //  Applies ids [0..count) as far as it can; *applied gets how many
@@ -850,404 +826,39 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
 {
     *applied = 0;
     char *error = NULL;
-    int64_t now = mx_clock_now (self->clock);
-    size_t max_bytes = (size_t) self->config->codec_max_message_bytes;
-    int *states = (int *) calloc (count, sizeof (int));
-    int *attempts = (int *) calloc (count, sizeof (int));
-    s_item_t *items = (s_item_t *) calloc (count, sizeof (s_item_t));
-    mx_mailbox_text_t *raw = NULL;
-    size_t raw_count = 0;
-    zhashx_t *slots = zhashx_new ();
-    zhashx_set_destructor (slots, s_slot_destroy);
-    mx_bulk_copy_t *copy = NULL;
-    zlistx_t *snaps = zlistx_new ();
-    zlistx_set_destructor (snaps, (czmq_destructor *) zstr_free);
+    s_bulk_t bulk = {
+        .ids = ids, .count = count, .now = mx_clock_now (self->clock),
+        .items = (s_item_t *) calloc (count + 1, sizeof (s_item_t)),
+        .messages = (mx_apply_msg_t **) calloc (count + 1, sizeof (mx_apply_msg_t *)),
+        .states = (int *) calloc (count + 1, sizeof (int)),
+        .attempts = (int *) calloc (count + 1, sizeof (int)),
+        .flights = mx_flightset_new (),
+        .phase = { zclock_usecs () }
+    };
     int rc = 0;
-    size_t prefix = 0;
-    //  Where a batch's time goes, for the debug log.
-    int64_t phase [9] = { zclock_usecs () };
-#define S_PHASE(n) phase [n] = zclock_usecs ()
-
-    //  The raw texts: decoded already if the read-ahead holds the batch.
-    bool covered = s_ahead_covers (self->ahead, ids, count);
-    if (covered)
-        s_ahead_decode (self, NULL);
-    s_ahead_t *ahead = self->ahead;
-    self->ahead = NULL;
-    if (!covered)
-        s_ahead_destroy (&ahead);
-    else {
-        raw = ahead->raw;
-        raw_count = ahead->raw_count;
-        ahead->raw = NULL;
-    }
-    if (mx_bulk_start (self->pg, ids, count, states, attempts, &error)
-    ||  (!ahead && mx_mailbox_read_range (self->mailbox, ids [0], ids [count - 1], max_bytes,
-                                          &raw, &raw_count, &error))) {
+    if (s_bulk_read (self, &bulk, &error)) {
         mx_warn (ACTOR, "batch of %zu from %" PRId64 ": %s; redoing it message by message", count, ids [0], error);
-        free (error);
         rc = -1;
-        goto done;
     }
-    S_PHASE (1);
-    //  Pass 1: decode, in order, up to the first message the bulk path
-    //  cannot settle in memory.
-    size_t next_raw = 0;
-    for (prefix = 0; prefix < count; prefix++) {
-        s_item_t *item = &items [prefix];
-        item->msg_id = ids [prefix];
-        if (states [prefix] != MX_STATE_PENDING && states [prefix] != MX_STATE_FAILED)
-            break;
-        while (next_raw < raw_count && raw [next_raw].id < item->msg_id)
-            next_raw++;
-        if (next_raw < raw_count && raw [next_raw].id == item->msg_id) {
-            item->present = true;
-            item->xml = raw [next_raw].xml;
-            item->size = raw [next_raw].size;
-        }
-        if (states [prefix] == MX_STATE_FAILED && attempts [prefix] >= self->config->pipeline_max_attempts) {
-            s_item_terminal (item, MX_STATE_DEAD, MX_ERR_EXHAUSTED, NULL, NULL);
-            continue;
-        }
-        if (!item->present) {
-            s_item_terminal (item, MX_STATE_DEAD, MX_ERR_MALFORMED, "raw-missing", "raw-missing");
-            continue;
-        }
-        if (ahead) {
-            *item = ahead->items [next_raw];
-            memset (&ahead->items [next_raw], 0, sizeof (s_item_t));
-            if (item->stop)
-                break;
+    else {
+        bulk.phase [1] = zclock_usecs ();
+        s_bulk_decode (self, &bulk);
+        bulk.phase [2] = zclock_usecs ();
+        if (bulk.prefix > 0 && s_bulk_steps (self, &bulk, &error)) {
+            mx_warn (ACTOR, "writing a batch of %zu failed: %s; redoing it message by message", bulk.prefix, error);
+            rc = -1;
         }
         else
-        if (!s_item_decode (self, item))
-            break;
-    }
-    if (prefix == 0)
-        goto done;
-    S_PHASE (2);
-
-    //  Identities, all at once, in msg_id order: a duplicate is SKIPPED
-    //  whatever its body says (step 4 comes before dispatch).
-    {
-        int64_t *bind_ids = (int64_t *) calloc (prefix, sizeof (int64_t));
-        const char **keys = (const char **) calloc (prefix, sizeof (char *));
-        size_t *owners = (size_t *) calloc (prefix, sizeof (size_t));
-        size_t binds = 0;
-        for (size_t i = 0; i < prefix; i++)
-            if (items [i].msg) {
-                bind_ids [binds] = items [i].msg_id;
-                keys [binds] = items [i].key;
-                owners [binds++] = i;
-            }
-        int64_t *holders = (int64_t *) calloc (binds + 1, sizeof (int64_t));
-        if (binds && mx_bulk_bind_identities (self->pg, bind_ids, keys, binds, now, holders, &error)) {
-            mx_warn (ACTOR, "identity binding of a batch failed: %s; redoing it message by message", error);
-            free (error);
-            rc = -1;
-        }
-        for (size_t b = 0; rc == 0 && b < binds; b++)
-            if (holders [b] == bind_ids [b])
-                items [owners [b]].holds_key = true;
-            else {
-                char outcome [48];
-                snprintf (outcome, sizeof outcome, "duplicate-of:%" PRId64, holders [b]);
-                s_item_terminal (&items [owners [b]], MX_STATE_SKIPPED, MX_ERR_NONE, NULL, outcome);
-            }
-        free (bind_ids);
-        free (keys);
-        free (owners);
-        free (holders);
-        if (rc)
-            goto done;
-    }
-
-    S_PHASE (3);
-    //  The flights the batch touches, locked and loaded in one query.
-    {
-        zlistx_t *wanted = zlistx_new ();
-        for (size_t i = 0; i < prefix; i++) {
-            if (items [i].plan == B_FLOP)
-                zlistx_add_end (wanted, &items [i].flop->flid);
-            else
-            if (items [i].plan == B_SCHEDULE)
-                for (size_t r = 0; r < items [i].schedule->count; r++)
-                    zlistx_add_end (wanted, &items [i].schedule->records [r].flight->flid);
-        }
-        size_t flight_count = zlistx_size (wanted);
-        int64_t *flids = (int64_t *) calloc (flight_count + 1, sizeof (int64_t));
-        size_t unique = 0;
-        for (int64_t *flid = (int64_t *) zlistx_first (wanted); flid; flid = (int64_t *) zlistx_next (wanted)) {
-            char key [24];
-            snprintf (key, sizeof key, "%" PRId64, *flid);
-            if (zhashx_lookup (slots, key))
-                continue;
-            zhashx_insert (slots, key, zmalloc (sizeof (s_slot_t)));
-            flids [unique++] = *flid;
-        }
-        zlistx_destroy (&wanted);
-        //  Lock all, then read whole only those whose stored state is not
-        //  the one a batch of ours committed last (state_version and
-        //  last_msg_id tell: every stored change bumps the version).
-        mx_flight_t **loaded = (mx_flight_t **) calloc (unique + 1, sizeof (mx_flight_t *));
-        int64_t *versions = (int64_t *) calloc (unique + 1, sizeof (int64_t));
-        int64_t *last_msg_ids = (int64_t *) calloc (unique + 1, sizeof (int64_t));
-        int64_t *missed = (int64_t *) calloc (unique + 1, sizeof (int64_t));
-        size_t misses = 0;
-        if (unique && mx_flight_repo_lock (self->pg, flids, unique, versions, last_msg_ids, &error))
-            rc = -1;
-        for (size_t f = 0; f < unique && rc == 0; f++) {
-            if (versions [f] < 0)
-                continue;               //  no such flight
-            char key [24];
-            snprintf (key, sizeof key, "%" PRId64, flids [f]);
-            const mx_flight_t *kept = (const mx_flight_t *) zhashx_lookup (self->flights, key);
-            if (kept && kept->state_version == versions [f] && kept->last_msg_id == last_msg_ids [f])
-                loaded [f] = mx_flight_dup (kept);
-            else
-                missed [misses++] = flids [f];
-        }
-        mx_flight_t **read = (mx_flight_t **) calloc (misses + 1, sizeof (mx_flight_t *));
-        if (rc == 0 && misses && mx_flight_repo_load (self->pg, missed, misses, true, read, &error))
-            rc = -1;
-        for (size_t f = 0, m = 0; f < unique && m < misses && rc == 0; f++)
-            if (versions [f] >= 0 && !loaded [f] && flids [f] == missed [m])
-                loaded [f] = read [m++];
-        free (read);
-        free (missed);
-        free (versions);
-        free (last_msg_ids);
-        if (rc) {
-            mx_warn (ACTOR, "cannot load the flights of a batch: %s; redoing it message by message", error);
-            free (error);
-        }
-        for (size_t f = 0; f < unique; f++) {
-            s_slot_t *slot = s_slot (slots, flids [f]);
-            slot->before = loaded [f];
-            slot->now = loaded [f] ? mx_flight_dup (loaded [f]) : NULL;
-        }
-        free (loaded);
-        free (flids);
-        if (rc)
-            goto done;
-    }
-
-    //  Pass 2: apply in order, in memory, streaming the events into one
-    //  COPY as they come, so that PostgreSQL stores the first while the
-    //  next are computed. Ids are drawn for the most events the batch can
-    //  make (two per flight change).
-    {
-        size_t most = 0;
-        for (size_t i = 0; i < prefix; i++)
-            most += items [i].plan == B_FLOP ? 2 : items [i].plan == B_SCHEDULE ? 2 * items [i].schedule->count : 0;
-        if (most && mx_bulk_events_open (self->pg, most, now, &copy, &error)) {
-            mx_warn (ACTOR, "cannot start the outbox rows of a batch: %s; redoing it message by message", error);
-            free (error);
-            rc = -1;
-            goto done;
+        if (bulk.prefix > 0) {
+            s_bulk_report (&bulk);
+            s_flights_owed (self, bulk.flights);
+            *applied = bulk.prefix;
         }
     }
-    S_PHASE (4);
-    for (size_t i = 0; i < prefix; i++) {
-        s_item_t *item = &items [i];
-        if (item->plan == B_FLOP) {
-            s_slot_t *slot = s_slot (slots, item->flop->flid);
-            char outcome [64];
-            if (!slot->now) {
-                snprintf (outcome, sizeof outcome, "unknown-flight:%" PRId64, item->flop->flid);
-                s_item_terminal (item, MX_STATE_SKIPPED, MX_ERR_NONE, NULL, outcome);
-                continue;
-            }
-            if (slot->now->deleted && !item->flop->fdel) {
-                snprintf (outcome, sizeof outcome, "flight-deleted:%" PRId64, item->flop->flid);
-                s_item_terminal (item, MX_STATE_SKIPPED, MX_ERR_NONE, NULL, outcome);
-                continue;
-            }
-            json_t *changed = NULL;
-            mx_flight_t *next = item->flop->fdel ? mx_flight_apply_fdel (slot->now, now, &changed)
-                                                 : mx_flight_apply_flop (slot->now, item->flop, &changed);
-            bool any = json_array_size (changed) > 0;
-            if (any) {
-                next->state_version = slot->now->state_version + 1;
-                next->last_msg_id = item->msg_id;
-                s_change_events (self, copy, slot->now, next, changed, mx_sis_meta (item->msg), item->msg_id);
-                mx_flight_destroy (&slot->now);
-                slot->now = next;
-                next = NULL;
-            }
-            mx_flight_destroy (&next);
-            json_decref (changed);
-            s_item_terminal (item, MX_STATE_SUCCEEDED, MX_ERR_NONE, NULL, any ? NULL : "no-change");
-        }
-        else
-        if (item->plan == B_SCHEDULE) {
-            //  All records first, into copies: a cross-day record rejects
-            //  the whole package and leaves the flights as they were.
-            size_t records = item->schedule->count;
-            mx_flight_t **next = (mx_flight_t **) calloc (records + 1, sizeof (mx_flight_t *));
-            json_t **changed = (json_t **) calloc (records + 1, sizeof (json_t *));
-            char *protocol = NULL;
-            for (size_t r = 0; r < records && !protocol; r++) {
-                s_slot_t *slot = s_slot (slots, item->schedule->records [r].flight->flid);
-                next [r] = mx_flight_apply_fltr (slot->now, &item->schedule->records [r], self->zone,
-                                                 (int) self->config->operation_day_cutoff_hour, &changed [r], &protocol);
-            }
-            if (protocol) {
-                s_item_terminal (item, MX_STATE_DEAD, MX_ERR_PROTOCOL, protocol, NULL);
-                free (protocol);
-            }
-            else {
-                int inserted = 0, updated = 0, unchanged = 0;
-                int64_t scope_begin = INT64_MAX, scope_end = INT64_MIN;
-                for (size_t r = 0; r < records; r++) {
-                    s_slot_t *slot = s_slot (slots, next [r]->flid);
-                    const char *sodt = next [r]->scalars [MX_F_SODT];
-                    if (sodt) {
-                        int64_t at = strtoll (sodt, NULL, 10);
-                        scope_begin = at < scope_begin ? at : scope_begin;
-                        scope_end = at > scope_end ? at : scope_end;
-                    }
-                    if (json_array_size (changed [r]) == 0) {
-                        unchanged++;
-                        continue;
-                    }
-                    if (slot->now)
-                        updated++;
-                    else
-                        inserted++;
-                    next [r]->state_version = (slot->now ? slot->now->state_version : 0) + 1;
-                    next [r]->last_msg_id = item->msg_id;
-                    s_change_events (self, copy, slot->now, next [r], changed [r],
-                                     mx_sis_meta (item->msg), item->msg_id);
-                    mx_flight_destroy (&slot->now);
-                    slot->now = next [r];
-                    next [r] = NULL;
-                }
-                zlistx_add_end (snaps, zsys_sprintf ("%" PRId64 " %s %" PRId64 " %" PRId64 " %d %d %d",
-                                                     item->msg_id, mx_sis_meta (item->msg)->styp,
-                                                     scope_begin == INT64_MAX ? -1 : scope_begin,
-                                                     scope_end == INT64_MIN ? -1 : scope_end,
-                                                     inserted, updated, unchanged));
-                char outcome [96];
-                snprintf (outcome, sizeof outcome, "flights inserted %d, updated %d, unchanged %d",
-                          inserted, updated, unchanged);
-                s_item_terminal (item, MX_STATE_SUCCEEDED, MX_ERR_NONE, NULL, outcome);
-            }
-            for (size_t r = 0; r < records; r++) {
-                mx_flight_destroy (&next [r]);
-                json_decref (changed [r]);
-            }
-            free (next);
-            free (changed);
-        }
-    }
-
-    S_PHASE (5);
-    //  Writes: the rest of the events, each touched flight once (its final
-    //  state), the snapshot log, and every terminal state with its intent.
-    if (mx_bulk_events_close (&copy, &error))
-        rc = -1;
-    S_PHASE (6);
-    if (rc == 0) {
-        size_t slot_count = zhashx_size (slots), changed = 0;
-        const mx_flight_t **before = (const mx_flight_t **) calloc (slot_count + 1, sizeof (mx_flight_t *));
-        const mx_flight_t **after = (const mx_flight_t **) calloc (slot_count + 1, sizeof (mx_flight_t *));
-        for (s_slot_t *slot = (s_slot_t *) zhashx_first (slots); slot; slot = (s_slot_t *) zhashx_next (slots))
-            if (slot->now && (!slot->before || slot->before->state_version != slot->now->state_version)) {
-                before [changed] = slot->before;
-                after [changed++] = slot->now;
-            }
-        if (changed && mx_flight_repo_save_many (self->pg, before, after, changed, now, &error))
-            rc = -1;
-        free (before);
-        free (after);
-    }
-    S_PHASE (7);
-    for (char *snap = (char *) zlistx_first (snaps); snap && rc == 0; snap = (char *) zlistx_next (snaps)) {
-        long long msg_id, begin, end;
-        int inserted, updated, unchanged;
-        char styp [16];
-        if (sscanf (snap, "%lld %15s %lld %lld %d %d %d", &msg_id, styp, &begin, &end,
-                    &inserted, &updated, &unchanged) == 7
-        &&  mx_snap_log_insert (self->pg, msg_id, styp, begin, end, now, inserted, updated, unchanged, &error))
-            rc = -1;
-    }
-    if (rc == 0) {
-        mx_bulk_terminal_t *rows = (mx_bulk_terminal_t *) calloc (prefix + 1, sizeof (mx_bulk_terminal_t));
-        for (size_t i = 0; i < prefix; i++) {
-            rows [i] = items [i].terminal;
-            rows [i].last_error = items [i].text;
-            rows [i].outcome = items [i].outcome;
-            rows [i].identity_key = items [i].holds_key ? items [i].key : NULL;
-        }
-        //  A full batch says a backlog: the next messages are read and
-        //  decoded while the server writes these states (and then commits).
-        if (mx_bulk_finish_send (self->pg, rows, prefix, now, &error))
-            rc = -1;
-        else {
-            if (prefix == (size_t) self->config->pipeline_process_batch) {
-                s_ahead_read (self, ids [prefix - 1]);
-                s_ahead_decode (self, self->pg);
-            }
-            if (mx_bulk_finish_result (self->pg, prefix, &error))
-                rc = -1;
-        }
-        free (rows);
-    }
-    S_PHASE (8);
-    if (rc == 0)
-        mx_log_emit (MX_LOG_DEBUG, ACTOR, json_pack ("{s:I,s:i,s:b}", "msg_id", (json_int_t) ids [0],
-                                                    "batch", (int) prefix, "read_ahead", ahead != NULL),
-                     "bulk phases (us): read %" PRId64 " decode %" PRId64 " identities %" PRId64 " flights %" PRId64
-                     " apply %" PRId64 " events after it %" PRId64 " write flights %" PRId64 " states %" PRId64,
-                     phase [1] - phase [0], phase [2] - phase [1], phase [3] - phase [2], phase [4] - phase [3],
-                     phase [5] - phase [4], phase [6] - phase [5], phase [7] - phase [6], phase [8] - phase [7]);
-    if (rc) {
-        mx_warn (ACTOR, "writing a batch of %zu failed: %s; redoing it message by message", prefix, error);
-        free (error);
-        goto done;
-    }
-    for (size_t i = 0; i < prefix; i++)
-        mx_metrics_add (mx_metrics_messages (items [i].terminal.type ? items [i].terminal.type : "-",
-                                             mx_state_name (items [i].terminal.state)), 1);
-    for (size_t i = 0; i < prefix; i++)
-        if (items [i].terminal.state == MX_STATE_DEAD)
-            mx_metrics_add (mx_metrics_messages_dead (mx_error_class_name (items [i].terminal.error_class)), 1);
-    for (size_t i = 0; i < prefix; i++)
-        if (items [i].terminal.state == MX_STATE_DEAD)
-            mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:I,s:s,s:s}", "msg_id", (json_int_t) items [i].msg_id,
-                                                        "state", "DEAD", "error_class",
-                                                        mx_error_class_name (items [i].terminal.error_class)),
-                         "%" PRId64 " DEAD: %s: %s", items [i].msg_id,
-                         mx_error_class_name (items [i].terminal.error_class), items [i].text ? items [i].text : "");
-    //  The final states go to the cache once the transaction commits.
-    for (s_slot_t *slot = (s_slot_t *) zhashx_first (slots); slot; slot = (s_slot_t *) zhashx_next (slots))
-        if (slot->now) {
-            zlistx_add_end (self->flights_owed, slot->now);
-            slot->now = NULL;
-        }
-    *applied = prefix;
-
-done:
-    for (size_t i = 0; i < count; i++)
-        s_item_free (&items [i]);
-    s_ahead_destroy (&ahead);
-    for (size_t r = 0; r < raw_count; r++)
-        free (raw [r].xml);
-    free (raw);
-    free (items);
-    free (states);
-    free (attempts);
-    zhashx_destroy (&slots);
-    if (copy) {
-        char *ignored = NULL;
-        mx_bulk_events_close (&copy, &ignored);
-        free (ignored);
-    }
-    zlistx_destroy (&snaps);
+    free (error);
+    s_bulk_destroy (&bulk);
     return rc;
 }
-#undef S_PHASE
 
 //  ---------------------------------------------------------------------
 //  A batch
@@ -1273,27 +884,17 @@ s_pg (s_processor_t *self, char **error)
     return 0;
 }
 
-//  The ready messages after `after`: PENDING rows in msg_id order up to W,
-//  stopping at the first FAILED one (it holds the FIFO).
+//  The ready messages after `after` (see mx_procstate_ready_after).
 static size_t
 s_next_ready (s_processor_t *self, int64_t after, int64_t *ids, size_t max)
 {
-    char after_text [MX_PG_INT64_BUFSIZE], limit [MX_PG_INT64_BUFSIZE];
-    const char *params [] = { mx_pg_int64_text (after, after_text), mx_pg_int64_text ((int64_t) max, limit) };
-    PGresult *res = NULL;
+    size_t count = 0;
     char *error = NULL;
-    if (mx_pg_exec (self->pg,
-            "SELECT msg_id, state = 'PENDING' AND msg_id <= (SELECT committed_up_to FROM inbox_cursor)"
-            " FROM proc_state WHERE state IN ('PENDING', 'FAILED') AND msg_id > $1::bigint"
-            " ORDER BY msg_id LIMIT $2::bigint", 2, params, &res, &error)) {
+    if (mx_procstate_ready_after (self->pg, after, ids, max, &count, &error)) {
         mx_warn (ACTOR, "cannot look for more ready messages: %s", error);
         free (error);
         return 0;
     }
-    size_t count = 0;
-    for (int row = 0; row < PQntuples (res) && strcmp (PQgetvalue (res, row, 1), "t") == 0; row++)
-        ids [count++] = mx_pg_get_int64 (res, row, 0);
-    PQclear (res);
     return count;
 }
 
@@ -1344,7 +945,7 @@ s_process_batch (s_processor_t *self, int64_t head)
     }
     bool extend = limit > 1 ? false : true;
     while (done < count && !broken) {
-        s_outcome_t outcome = s_process_one (self, ids [done]);
+        s_result_t outcome = s_process_one (self, ids [done]);
         if (outcome.step == S_BROKEN) {
             broken = true;
             break;
@@ -1413,31 +1014,19 @@ s_handle_data (s_processor_t *self)
     if (!rest)
         return;
     assert (cmd == MX_CMD_PROCESS);
-    char *id_text = mx_cmd_pop_str (rest);
-    char *epoch = mx_cmd_pop_str (rest);
-    mx_cmd_done (&rest);
-    int64_t msg_id = strtoll (id_text, NULL, 10);
-    const char *state = s_process_batch (self, msg_id);
-    mx_cmd_send (self->data, MX_CMD_PROCESSED, (uint64_t) msg_id, strtoull (epoch, NULL, 10), state);
+    mx_cmd_PROCESS_t process;
+    mx_cmd_PROCESS_take (&rest, &process);
+    const char *state = s_process_batch (self, (int64_t) process.msg_id);
+    mx_cmd_send (self->data, MX_CMD_PROCESSED, process.msg_id, process.epoch, state);
     self->replied_at = zclock_usecs ();
     s_ahead_decode (self, NULL);
-    free (id_text);
-    free (epoch);
 }
 
-static void
-s_handle_pipe (s_processor_t *self)
+static bool
+s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
 {
-    zmsg_t *rest = NULL;
-    mx_cmd_t cmd = mx_cmd_recv (self->pipe, &rest);
-    if (!rest) {
-        self->terminated = true;
-        return;
-    }
+    s_processor_t *self = (s_processor_t *) self_;
     switch (cmd) {
-        case MX_CMD_TERM:
-            self->terminated = true;
-            break;
         case MX_CMD_START: {
             char *error = NULL;
             self->zone = mx_tz_load (self->config->operation_day_zone, &error);
@@ -1472,6 +1061,26 @@ s_handle_pipe (s_processor_t *self)
             assert (!"processor: unexpected command");
     }
     mx_cmd_done (&rest);
+    return true;
+}
+
+static bool
+s_data_ready (void *self_, void *arg)
+{
+    (void) arg;
+    s_handle_data ((s_processor_t *) self_);
+    return false;
+}
+
+//  The pump's PAIR, once started.
+static size_t
+s_sources (void *self_, mx_actor_source_t *sources, size_t max)
+{
+    s_processor_t *self = (s_processor_t *) self_;
+    if (!self->data || max < 1)
+        return 0;
+    sources [0] = (mx_actor_source_t) { .sock = self->data, .ready = s_data_ready };
+    return 1;
 }
 
 void
@@ -1492,20 +1101,8 @@ mx_processor_actor (zsock_t *pipe, void *args)
     //  backfill sweep anyway): never block on them, e.g. while control is
     //  busy stopping the actors and not reading this pipe.
     zsock_set_sndtimeo (pipe, 0);
-    zsock_signal (pipe, 0);
-    while (!self->terminated) {
-        zmq_pollitem_t items [] = {
-            { zsock_resolve (self->pipe), 0, ZMQ_POLLIN, 0 },
-            { self->data ? zsock_resolve (self->data) : NULL, 0, ZMQ_POLLIN, 0 }
-        };
-        if (zmq_poll (items, self->data ? 2 : 1, -1) < 0 && zmq_errno () != EINTR)
-            break;
-        if (items [0].revents & ZMQ_POLLIN)
-            s_handle_pipe (self);
-        else
-        if (self->data && (items [1].revents & ZMQ_POLLIN))
-            s_handle_data (self);
-    }
+    mx_actor_ops_t ops = { .command = s_command, .sources = s_sources };
+    mx_actor_run (pipe, self->clock, &ops, self);
     if (self->processed)
         mx_info (ACTOR, "stopped after %" PRIu64 " messages in %" PRIu64 " transactions",
                  self->processed, self->transactions);

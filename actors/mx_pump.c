@@ -10,14 +10,15 @@
 #include "mx_pump.h"
 
 #include <assert.h>
-#include <libxml/xpath.h>
 
+#include "mx_flight_repo.h"
 #include "mx_log.h"
 #include "mx_mailbox.h"
 #include "mx_metrics.h"
 #include "mx_pg.h"
 #include "mx_procstate.h"
 #include "mx_sis.h"
+#include "mx_sis_body.h"
 #include "mx_tz.h"
 
 #define ACTOR "pump"
@@ -29,8 +30,6 @@ typedef struct {
     const mx_actor_args_t *args;
     const mx_config_t *config;
     mx_clock_t *clock;
-    zsock_t *ticks;
-    bool terminated;
     bool paused;
     PGconn *pg;
     mx_mailbox_t *mailbox;      //  replay's dry run reads raw messages
@@ -38,6 +37,7 @@ typedef struct {
     uint64_t epoch;
     int64_t in_flight;          //  msg_id handed to the processor, 0 = none
     int64_t next_check;         //  deadline of the next tick
+    int64_t deadline;           //  the one the loop waits for (s_deadline)
     int64_t warned_w;           //  "head above W" said once per W
     zmsg_t *pending_admin;      //  a replay waiting for the in-flight message
     mx_problem_t problem;
@@ -54,7 +54,7 @@ s_later (s_pump_t *self, int64_t delay_ms)
 static void
 s_tick (s_pump_t *self)
 {
-    while (!self->paused && !self->in_flight && !self->terminated) {
+    while (!self->paused && !self->in_flight) {
         if (mx_actor_pg (&self->pg, self->config, ACTOR, &self->problem)) {
             s_later (self, self->config->pipeline_poll_interval);
             return;
@@ -160,38 +160,28 @@ s_flights_of (s_pump_t *self, int64_t msg_id)
         free (error);
         return flights;
     }
-    xmlNodePtr body = mx_sis_body (msg);
-    xmlXPathContextPtr context = body ? xmlXPathNewContext (body->doc) : NULL;
-    xmlXPathObjectPtr found = context ? xmlXPathNodeEval (body, (const xmlChar *) ".//FLID", context) : NULL;
-    for (int i = 0; found && found->nodesetval && i < found->nodesetval->nodeNr; i++) {
-        xmlChar *text = xmlNodeGetContent (found->nodesetval->nodeTab [i]);
-        char *end = NULL;
-        long long flid = text ? strtoll ((const char *) text, &end, 10) : 0;
-        bool numeric = text && end && *end == 0 && flid > 0;
-        xmlFree (text);
-        if (!numeric)
-            continue;
-        char flid_text [MX_PG_INT64_BUFSIZE], id_text [MX_PG_INT64_BUFSIZE];
-        const char *params [] = { mx_pg_int64_text (flid, flid_text), mx_pg_int64_text (msg_id, id_text) };
-        PGresult *res = NULL;
-        json_t *flight = json_pack ("{s:I}", "flid", (json_int_t) flid);
-        if (mx_pg_exec (self->pg, "SELECT state_version, last_msg_id, last_msg_id > $2::bigint FROM flight_schd"
-                                  " WHERE flid = $1::bigint", 2, params, &res, &error) == 0) {
-            if (PQntuples (res) == 1) {
-                json_object_set_new (flight, "state_version", json_integer (mx_pg_get_int64 (res, 0, 0)));
-                json_object_set_new (flight, "last_msg_id", json_integer (mx_pg_get_int64 (res, 0, 1)));
-                json_object_set_new (flight, "changed_since", json_boolean (strcmp (PQgetvalue (res, 0, 2), "t") == 0));
-            }
-            else
-                json_object_set_new (flight, "state_version", json_null ());
-            PQclear (res);
+    int64_t *flids = NULL;
+    size_t count = mx_sis_body_flids (msg, &flids);
+    for (size_t i = 0; i < count; i++) {
+        json_t *flight = json_pack ("{s:I}", "flid", (json_int_t) flids [i]);
+        int64_t version = 0, last_msg_id = 0;
+        bool changed_since = false;
+        int found = mx_flight_repo_version (self->pg, flids [i], msg_id, &version, &last_msg_id, &changed_since,
+                                            &error);
+        if (found == 1) {
+            json_object_set_new (flight, "state_version", json_integer (version));
+            json_object_set_new (flight, "last_msg_id", json_integer (last_msg_id));
+            json_object_set_new (flight, "changed_since", json_boolean (changed_since));
         }
         else
+        if (found == 0)
+            json_object_set_new (flight, "state_version", json_null ());
+        else
             free (error);
+        error = NULL;
         json_array_append_new (flights, flight);
     }
-    xmlXPathFreeObject (found);
-    xmlXPathFreeContext (context);
+    free (flids);
     mx_sis_destroy (&msg);
     return flights;
 }
@@ -277,21 +267,17 @@ s_replay (s_pump_t *self, json_t *args, bool *ok)
 static void
 s_handle_admin (s_pump_t *self, zmsg_t **rest_p)
 {
-    zmsg_t *rest = *rest_p;
-    char *request = mx_cmd_pop_str (rest);
-    char *verb = mx_cmd_pop_str (rest);
-    char *args_text = mx_cmd_pop_str (rest);
-    mx_cmd_done (rest_p);
+    mx_cmd_ADMIN_t admin;
+    mx_cmd_ADMIN_take (rest_p, &admin);
+    const char *verb = admin.verb, *args_text = admin.args;
     json_t *args = json_loads (args_text, 0, NULL);
     bool ok = false;
     char *payload = strcmp (verb, "replay") == 0 ? s_replay (self, args, &ok)
                   : zsys_sprintf ("pump does not handle '%s'", verb);
-    mx_cmd_send (self->pipe, MX_CMD_ADMIN_REPLY, strtoull (request, NULL, 10), ok ? "OK" : "ERR", payload);
+    mx_cmd_send (self->pipe, MX_CMD_ADMIN_REPLY, admin.request, ok ? "OK" : "ERR", payload);
     free (payload);
     json_decref (args);
-    free (request);
-    free (verb);
-    free (args_text);
+    mx_cmd_ADMIN_free (&admin);
     self->next_check = mx_clock_now (self->clock);
 }
 
@@ -305,40 +291,28 @@ s_handle_processor (s_pump_t *self)
     if (!rest)
         return;
     assert (cmd == MX_CMD_PROCESSED);
-    char *id = mx_cmd_pop_str (rest);
-    char *epoch = mx_cmd_pop_str (rest);
-    char *state = mx_cmd_pop_str (rest);
-    mx_cmd_done (&rest);
-    if (strtoull (epoch, NULL, 10) == self->epoch) {
+    mx_cmd_PROCESSED_t processed;
+    mx_cmd_PROCESSED_take (&rest, &processed);
+    if (processed.epoch == self->epoch) {
         self->in_flight = 0;
         //  The outcome could not be recorded (PostgreSQL trouble): look
         //  again after a pause instead of spinning on the same head.
-        if (strcmp (state, "UNKNOWN") == 0)
+        if (strcmp (processed.state, "UNKNOWN") == 0)
             s_later (self, self->config->pipeline_poll_interval);
         else
             self->next_check = mx_clock_now (self->clock);
     }
-    free (id);
-    free (epoch);
-    free (state);
+    mx_cmd_PROCESSED_free (&processed);
     //  A replay that waited for this message runs now.
     if (self->pending_admin && !self->in_flight)
         s_handle_admin (self, &self->pending_admin);
 }
 
-static void
-s_handle_pipe (s_pump_t *self)
+static bool
+s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
 {
-    zmsg_t *rest = NULL;
-    mx_cmd_t cmd = mx_cmd_recv (self->pipe, &rest);
-    if (!rest) {
-        self->terminated = true;
-        return;
-    }
+    s_pump_t *self = (s_pump_t *) self_;
     switch (cmd) {
-        case MX_CMD_TERM:
-            self->terminated = true;
-            break;
         case MX_CMD_START: {
             char *error = NULL;
             self->zone = mx_tz_load (self->config->operation_day_zone, &error);
@@ -375,14 +349,60 @@ s_handle_pipe (s_pump_t *self)
                 //  One at a time: the replay waits for the message in flight.
                 zmsg_destroy (&self->pending_admin);
                 self->pending_admin = rest;
-                return;
+                return true;
             }
             s_handle_admin (self, &rest);
-            return;
+            return true;
         default:
             assert (!"pump: unexpected command");
     }
     mx_cmd_done (&rest);
+    return true;
+}
+
+static bool
+s_processor_ready (void *self_, void *arg)
+{
+    (void) arg;
+    s_handle_processor ((s_pump_t *) self_);
+    return false;
+}
+
+//  The processor's data socket, once started.
+static size_t
+s_sources (void *self_, mx_actor_source_t *sources, size_t max)
+{
+    s_pump_t *self = (s_pump_t *) self_;
+    if (!self->processor || max < 1)
+        return 0;
+    sources [0] = (mx_actor_source_t) { .sock = self->processor, .ready = s_processor_ready };
+    return 1;
+}
+
+//  Without a wake-up, look again every poll interval anyway: a compat row
+//  or a lost wake-up must not wait forever.
+static int64_t
+s_deadline (void *self_)
+{
+    s_pump_t *self = (s_pump_t *) self_;
+    int64_t deadline = self->next_check;
+    if (!self->paused && !self->in_flight && deadline == INT64_MAX && self->processor)
+        deadline = mx_clock_now (self->clock) + self->config->pipeline_poll_interval;
+    if (self->paused || self->in_flight || !self->processor)
+        deadline = INT64_MAX;
+    self->deadline = deadline;
+    return deadline;
+}
+
+static void
+s_wake (void *self_)
+{
+    s_pump_t *self = (s_pump_t *) self_;
+    if (self->processor && mx_clock_now (self->clock) >= self->deadline)
+        s_tick (self);
+    else
+    if (self->processor && self->next_check <= mx_clock_now (self->clock))
+        s_tick (self);
 }
 
 void
@@ -398,50 +418,10 @@ mx_pump_actor (zsock_t *pipe, void *args)
     self->mailbox = mx_mailbox_new (self->config);
     self->next_check = INT64_MAX;
     self->warned_w = -1;
-    if (mx_clock_endpoint (self->clock))
-        self->ticks = zsock_new_sub (mx_clock_endpoint (self->clock), "");
-    zsock_signal (pipe, 0);
-    while (!self->terminated) {
-        zmq_pollitem_t items [3];
-        int count = 0;
-        items [count++] = (zmq_pollitem_t) { zsock_resolve (self->pipe), 0, ZMQ_POLLIN, 0 };
-        int processor_index = -1, tick_index = -1;
-        if (self->processor) {
-            processor_index = count;
-            items [count++] = (zmq_pollitem_t) { zsock_resolve (self->processor), 0, ZMQ_POLLIN, 0 };
-        }
-        if (self->ticks) {
-            tick_index = count;
-            items [count++] = (zmq_pollitem_t) { zsock_resolve (self->ticks), 0, ZMQ_POLLIN, 0 };
-        }
-        //  Without a wake-up, look again every poll interval anyway: a
-        //  compat row or a lost wake-up must not wait forever.
-        int64_t deadline = self->next_check;
-        if (!self->paused && !self->in_flight && deadline == INT64_MAX && self->processor)
-            deadline = mx_clock_now (self->clock) + self->config->pipeline_poll_interval;
-        if (self->paused || self->in_flight || !self->processor)
-            deadline = INT64_MAX;
-        if (zmq_poll (items, count, mx_clock_timeout (self->clock, deadline)) < 0 && zmq_errno () != EINTR)
-            break;
-        if (items [0].revents & ZMQ_POLLIN) {
-            s_handle_pipe (self);
-            continue;
-        }
-        if (processor_index >= 0 && (items [processor_index].revents & ZMQ_POLLIN))
-            s_handle_processor (self);
-        if (tick_index >= 0 && (items [tick_index].revents & ZMQ_POLLIN)) {
-            char *tick = zstr_recv (self->ticks);
-            zstr_free (&tick);
-        }
-        if (self->processor && mx_clock_now (self->clock) >= deadline)
-            s_tick (self);
-        else
-        if (self->processor && self->next_check <= mx_clock_now (self->clock))
-            s_tick (self);
-    }
+    mx_actor_ops_t ops = { .command = s_command, .sources = s_sources, .deadline = s_deadline, .wake = s_wake };
+    mx_actor_run (pipe, self->clock, &ops, self);
     zmsg_destroy (&self->pending_admin);
     zsock_destroy (&self->processor);
-    zsock_destroy (&self->ticks);
     mx_pg_disconnect (&self->pg);
     mx_mailbox_destroy (&self->mailbox);
     mx_tz_destroy (&self->zone);

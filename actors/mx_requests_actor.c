@@ -34,8 +34,6 @@ typedef struct {
     const mx_actor_args_t *args;
     const mx_config_t *config;
     mx_clock_t *clock;
-    zsock_t *ticks;
-    bool terminated;
     PGconn *pg;
     mx_mailbox_t *mailbox;
     mx_tz_t *zone;
@@ -362,11 +360,11 @@ s_audit_refused (s_requests_t *self, const char *os_user, const char *args_text,
 }
 
 static void
-s_handle_admin (s_requests_t *self, zmsg_t *rest)
+s_handle_admin (s_requests_t *self, zmsg_t **rest_p)
 {
-    char *request_id = mx_cmd_pop_str (rest);
-    char *verb = mx_cmd_pop_str (rest);
-    char *args_text = mx_cmd_pop_str (rest);
+    mx_cmd_ADMIN_t admin;
+    mx_cmd_ADMIN_take (rest_p, &admin);
+    const char *verb = admin.verb, *args_text = admin.args;
     json_t *args = json_loads (args_text, 0, NULL);
     const char *os_user = json_string_value (json_object_get (args, "os_user"));
     if (!os_user)
@@ -411,30 +409,20 @@ s_handle_admin (s_requests_t *self, zmsg_t *rest)
         }
         self->next_round = mx_clock_now (self->clock);
     }
-    mx_cmd_send (self->pipe, MX_CMD_ADMIN_REPLY, strtoull (request_id, NULL, 10), ok ? "OK" : "ERR", payload);
+    mx_cmd_send (self->pipe, MX_CMD_ADMIN_REPLY, admin.request, ok ? "OK" : "ERR", payload);
     free (payload);
     json_decref (args);
-    free (request_id);
-    free (verb);
-    free (args_text);
+    mx_cmd_ADMIN_free (&admin);
 }
 
 //  ---------------------------------------------------------------------
 //  Actor
 
-static void
-s_handle_pipe (s_requests_t *self)
+static bool
+s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
 {
-    zmsg_t *rest = NULL;
-    mx_cmd_t cmd = mx_cmd_recv (self->pipe, &rest);
-    if (!rest) {
-        self->terminated = true;
-        return;
-    }
+    s_requests_t *self = (s_requests_t *) self_;
     switch (cmd) {
-        case MX_CMD_TERM:
-            self->terminated = true;
-            break;
         case MX_CMD_START: {
             char *error = NULL;
             self->zone = mx_tz_load (self->config->operation_day_zone, &error);
@@ -445,8 +433,7 @@ s_handle_pipe (s_requests_t *self)
                 free (error);
                 mx_cmd_done (&rest);
                 mx_actor_wait_term (self->pipe);
-                self->terminated = true;
-                return;
+                return false;
             }
             int at = self->config->requests_daily_schedule_at;
             char daily [48] = "no daily RQFD";
@@ -463,7 +450,7 @@ s_handle_pipe (s_requests_t *self)
         }
         case MX_CMD_ADMIN:
             assert (self->zone);        //  control routes only to started actors
-            s_handle_admin (self, rest);
+            s_handle_admin (self, &rest);
             break;
         case MX_CMD_PAUSE:
         case MX_CMD_RESUME:
@@ -472,6 +459,21 @@ s_handle_pipe (s_requests_t *self)
             assert (!"requests: unexpected command");
     }
     mx_cmd_done (&rest);
+    return true;
+}
+
+static int64_t
+s_deadline (void *self_)
+{
+    return ((s_requests_t *) self_)->next_round;
+}
+
+static void
+s_wake (void *self_)
+{
+    s_requests_t *self = (s_requests_t *) self_;
+    if (mx_clock_now (self->clock) >= self->next_round)
+        s_round (self);
 }
 
 void
@@ -484,33 +486,12 @@ mx_requests_actor (zsock_t *pipe, void *args)
     self->config = self->args->config;
     self->clock = self->args->clock;
     self->mailbox = mx_mailbox_new (self->config);
-    if (mx_clock_endpoint (self->clock))
-        self->ticks = zsock_new_sub (mx_clock_endpoint (self->clock), "");
     self->next_round = INT64_MAX;
-    zsock_signal (pipe, 0);
 
-    while (!self->terminated) {
-        zmq_pollitem_t items [] = {
-            { zsock_resolve (self->pipe), 0, ZMQ_POLLIN, 0 },
-            { self->ticks ? zsock_resolve (self->ticks) : NULL, 0, ZMQ_POLLIN, 0 }
-        };
-        if (zmq_poll (items, self->ticks ? 2 : 1, mx_clock_timeout (self->clock, self->next_round)) < 0
-        &&  zmq_errno () != EINTR)
-            break;
-        if (items [0].revents & ZMQ_POLLIN) {
-            s_handle_pipe (self);
-            continue;
-        }
-        if (self->ticks && (items [1].revents & ZMQ_POLLIN)) {
-            char *tick = zstr_recv (self->ticks);
-            zstr_free (&tick);
-        }
-        if (mx_clock_now (self->clock) >= self->next_round)
-            s_round (self);
-    }
+    mx_actor_ops_t ops = { .command = s_command, .deadline = s_deadline, .wake = s_wake };
+    mx_actor_run (pipe, self->clock, &ops, self);
     mx_pg_disconnect (&self->pg);
     mx_mailbox_destroy (&self->mailbox);
     mx_tz_destroy (&self->zone);
-    zsock_destroy (&self->ticks);
     free (self->last_problem);
 }

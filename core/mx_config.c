@@ -1353,30 +1353,10 @@ s_check_mysql_time_zone (const mx_config_t *self, zlist_t *errors)
                    "offset out of range (hours 00..14, minutes 00..59)");
 }
 
-int
-mx_config_validate (const mx_config_t *self, zlist_t *errors)
+//  The pipeline keys (msgx.pipeline.*).
+static void
+s_check_pipeline (const mx_config_t *self, zlist_t *problems)
 {
-    assert (self);
-    //  Count problems in our own list so a NULL errors still gives the answer.
-    zlist_t *problems = zlist_new ();
-    assert (problems);
-    zlist_autofree (problems);
-
-    //  General
-    bool prod = streq (self->profile, "prod");
-    if (!prod && !streq (self->profile, "dev"))
-        s_problem (self, problems, S_IDX (profile), "must be dev or prod");
-    if (!streq (self->log_level, "debug") && !streq (self->log_level, "info")
-    &&  !streq (self->log_level, "warn") && !streq (self->log_level, "error"))
-        s_problem (self, problems, S_IDX (log_level), "must be debug, info, warn or error");
-    if (prod && self->stubs)
-        s_problem (self, problems, S_IDX (stubs), "stubs are refused in prod (msgx.profile = prod)");
-
-    //  PostgreSQL, instance
-    s_duration_range (self, problems, S_IDX (pg_statement_timeout), 1, INT32_MAX);
-    s_duration_range (self, problems, S_IDX (instance_standby_retry), 1, INT64_MAX);
-
-    //  Pipeline
     s_duration_range (self, problems, S_IDX (pipeline_poll_interval), 1, INT64_MAX);
     s_int_range (self, problems, S_IDX (pipeline_claim_batch), 1, INT64_MAX);
     s_int_range (self, problems, S_IDX (pipeline_max_attempts), 1, INT32_MAX);
@@ -1407,6 +1387,32 @@ mx_config_validate (const mx_config_t *self, zlist_t *errors)
     s_int_range (self, problems, S_IDX (pipeline_delivery_drain_rounds), 1, INT64_MAX);
     s_check_cutover (self, problems);
     s_int_range (self, problems, S_IDX (pipeline_late_detect_batch), 1, INT64_MAX);
+}
+
+int
+mx_config_validate (const mx_config_t *self, zlist_t *errors)
+{
+    assert (self);
+    //  Count problems in our own list so a NULL errors still gives the answer.
+    zlist_t *problems = zlist_new ();
+    assert (problems);
+    zlist_autofree (problems);
+
+    //  General
+    bool prod = streq (self->profile, "prod");
+    if (!prod && !streq (self->profile, "dev"))
+        s_problem (self, problems, S_IDX (profile), "must be dev or prod");
+    if (!streq (self->log_level, "debug") && !streq (self->log_level, "info")
+    &&  !streq (self->log_level, "warn") && !streq (self->log_level, "error"))
+        s_problem (self, problems, S_IDX (log_level), "must be debug, info, warn or error");
+    if (prod && self->stubs)
+        s_problem (self, problems, S_IDX (stubs), "stubs are refused in prod (msgx.profile = prod)");
+
+    //  PostgreSQL, instance
+    s_duration_range (self, problems, S_IDX (pg_statement_timeout), 1, INT32_MAX);
+    s_duration_range (self, problems, S_IDX (instance_standby_retry), 1, INT64_MAX);
+
+    s_check_pipeline (self, problems);
 
     //  Domain
     s_check_zone (self, problems);

@@ -1202,3 +1202,23 @@ mx_reference_apply (PGconn *conn, const mx_reference_t *ref, int64_t msg_id, int
     PQclear (res);
     return 0;
 }
+
+int
+mx_flight_repo_version (PGconn *conn, int64_t flid, int64_t since_msg_id, int64_t *version,
+                        int64_t *last_msg_id, bool *changed_since, char **error)
+{
+    char flid_text [MX_PG_INT64_BUFSIZE], id_text [MX_PG_INT64_BUFSIZE];
+    const char *params [] = { mx_pg_int64_text (flid, flid_text), mx_pg_int64_text (since_msg_id, id_text) };
+    PGresult *res = NULL;
+    if (mx_pg_exec (conn, "SELECT state_version, last_msg_id, last_msg_id > $2::bigint FROM flight_schd"
+                          " WHERE flid = $1::bigint", 2, params, &res, error))
+        return -1;
+    int found = PQntuples (res) == 1;
+    if (found) {
+        *version = mx_pg_get_int64 (res, 0, 0);
+        *last_msg_id = mx_pg_get_int64 (res, 0, 1);
+        *changed_since = strcmp (PQgetvalue (res, 0, 2), "t") == 0;
+    }
+    PQclear (res);
+    return found;
+}

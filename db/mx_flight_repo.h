@@ -27,6 +27,12 @@ int mx_flight_repo_load (PGconn *conn, const int64_t *flids, size_t count, bool 
 int mx_flight_repo_lock (PGconn *conn, const int64_t *flids, size_t count, int64_t *versions,
                          int64_t *last_msg_ids, char **error);
 
+//  The stored version of one flight: *version and *last_msg_id, and
+//  *changed_since = a message after since_msg_id changed it last.
+//  Returns 1 found, 0 no such flight, -1 with *error.
+int mx_flight_repo_version (PGconn *conn, int64_t flid, int64_t since_msg_id, int64_t *version,
+                            int64_t *last_msg_id, bool *changed_since, char **error);
+
 //  Write `after` (its state_version and last_msg_id already set by the
 //  caller): INSERT when before is NULL, else only what differs (changed
 //  scalars in one UPDATE, each changed set replaced). Batched statements

@@ -67,14 +67,14 @@ mx_outbox_headers (const mx_outbox_event_t *event, mx_outbox_headers_t *self)
     snprintf (self->msg_id, sizeof self->msg_id, "%" PRId64, event->msg_id);
     snprintf (self->state_version, sizeof self->state_version, "%" PRId64, event->state_version);
     size_t count = 0;
-    self->items [count++] = (mx_producer_header_t) { "msgx-event-id", self->event_id };
+    self->items [count++] = (mx_outbox_header_t) { "msgx-event-id", self->event_id };
     if (event->msg_id > 0)
-        self->items [count++] = (mx_producer_header_t) { "msgx-msg-id", self->msg_id };
-    self->items [count++] = (mx_producer_header_t) { "msgx-state-version", self->state_version };
-    self->items [count++] = (mx_producer_header_t) { "msgx-event-type", event->event_type };
+        self->items [count++] = (mx_outbox_header_t) { "msgx-msg-id", self->msg_id };
+    self->items [count++] = (mx_outbox_header_t) { "msgx-state-version", self->state_version };
+    self->items [count++] = (mx_outbox_header_t) { "msgx-event-type", event->event_type };
     if (event->source)
-        self->items [count++] = (mx_producer_header_t) { "msgx-source", event->source };
-    self->items [count++] = (mx_producer_header_t) { "msgx-schema-version", MX_OUTBOX_SCHEMA_VERSION };
+        self->items [count++] = (mx_outbox_header_t) { "msgx-source", event->source };
+    self->items [count++] = (mx_outbox_header_t) { "msgx-schema-version", MX_OUTBOX_SCHEMA_VERSION };
     self->count = count;
 }
 

@@ -15,7 +15,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mx_producer.h"
 
 #define MX_OUTBOX_TARGET_MSG  "KAFKA:msg"
 #define MX_OUTBOX_TARGET_SCHD "KAFKA:schd"
@@ -51,7 +50,12 @@ void mx_outbox_batch_destroy (mx_outbox_batch_t **self_p);
 //  msgx-schema-version. An event made by a job has no msgx-msg-id and no
 //  msgx-source. Points into event and self.
 typedef struct {
-    mx_producer_header_t items [6];
+    const char *name;
+    const char *value;                  //  text
+} mx_outbox_header_t;
+
+typedef struct {
+    mx_outbox_header_t items [6];
     size_t count;
     char event_id [24];
     char msg_id [24];

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "mx_backoff.h"
+#include "mx_bulk.h"
 #include "mx_pg.h"
 
 //  SQL fragments: a bigint ms parameter as timestamptz (NULL stays NULL),
@@ -18,42 +19,12 @@
 //  Terminal states owe a processed mark from the moment they are written.
 #define S_TERMINAL_SET "finished_at = " TS (2) ", updated_at = " TS (2) ", backfill_next_at = " TS (2)
 
-static const char *s_states [] = { "PENDING", "FAILED", "SUCCEEDED", "SKIPPED", "DEAD" };
-static const char *s_classes [] = {
-    NULL, "MALFORMED", "PROTOCOL", "CODEC_ERROR", "UNSUPPORTED", "INFRA", "EXHAUSTED"
-};
-
-const char *
-mx_state_name (mx_state_t state)
-{
-    assert (state >= MX_STATE_PENDING && state <= MX_STATE_DEAD);
-    return s_states [state];
-}
-
-const char *
-mx_error_class_name (mx_error_class_t error_class)
-{
-    assert (error_class >= MX_ERR_NONE && error_class <= MX_ERR_EXHAUSTED);
-    return s_classes [error_class];
-}
-
-mx_error_class_t
-mx_error_class_lookup (const char *name)
-{
-    for (int i = MX_ERR_MALFORMED; name && i <= MX_ERR_EXHAUSTED; i++)
-        if (strcmp (name, s_classes [i]) == 0)
-            return (mx_error_class_t) i;
-    return MX_ERR_NONE;
-}
-
 static mx_state_t
 s_state_lookup (const char *name)
 {
-    for (int i = 0; i <= MX_STATE_DEAD; i++)
-        if (strcmp (name, s_states [i]) == 0)
-            return (mx_state_t) i;
-    assert (!"state not in the schema's list");
-    return MX_STATE_PENDING;
+    int state = mx_state_lookup (name);
+    assert (state >= 0 && "state not in the schema's list");
+    return state < 0 ? MX_STATE_PENDING : (mx_state_t) state;
 }
 
 //  Text of ms, or NULL (SQL NULL) for -1.
@@ -267,6 +238,24 @@ s_update (PGconn *conn, const char *sql, int nparams, const char *const *params,
     int changed = atoi (PQcmdTuples (res)) > 0;
     PQclear (res);
     return changed;
+}
+
+int
+mx_procstate_ready_after (PGconn *conn, int64_t after, int64_t *ids, size_t max, size_t *count, char **error)
+{
+    *count = 0;
+    char after_text [MX_PG_INT64_BUFSIZE], limit [MX_PG_INT64_BUFSIZE];
+    const char *params [] = { mx_pg_int64_text (after, after_text), mx_pg_int64_text ((int64_t) max, limit) };
+    PGresult *res = NULL;
+    if (mx_pg_exec (conn,
+            "SELECT msg_id, state = 'PENDING' AND msg_id <= (SELECT committed_up_to FROM inbox_cursor)"
+            " FROM proc_state WHERE state IN ('PENDING', 'FAILED') AND msg_id > $1::bigint"
+            " ORDER BY msg_id LIMIT $2::bigint", 2, params, &res, error))
+        return -1;
+    for (int row = 0; row < PQntuples (res) && strcmp (PQgetvalue (res, row, 1), "t") == 0; row++)
+        ids [(*count)++] = mx_pg_get_int64 (res, row, 0);
+    PQclear (res);
+    return 0;
 }
 
 int
@@ -559,4 +548,51 @@ mx_audit_write (PGconn *conn, const char *actor, const char *os_user, const char
         "INSERT INTO audit_log (at, actor, os_user, action, target, result, detail)"
         " VALUES (" TS (1) ", $2, $3, $4, $5::jsonb, $6, $7)",
         7, params, NULL, error);
+}
+
+int
+mx_released_holes_due (PGconn *conn, int64_t now_ms, int64_t window_ms, int64_t limit,
+                       mx_released_hole_t **holes, size_t *count, char **error)
+{
+    *holes = NULL;
+    *count = 0;
+    char now_text [MX_PG_INT64_BUFSIZE], window [MX_PG_INT64_BUFSIZE], batch [MX_PG_INT64_BUFSIZE];
+    const char *params [] = {
+        mx_pg_int64_text (now_ms, now_text), mx_pg_int64_text (window_ms, window), mx_pg_int64_text (limit, batch)
+    };
+    PGresult *res = NULL;
+    if (mx_pg_exec (conn,
+            "SELECT id, id_from, id_to, coalesce (array_length (late_ids, 1), 0) FROM released_hole"
+            " WHERE released_at > to_timestamp (($1::bigint - $2::bigint) / 1000.0)"
+            " ORDER BY last_checked_at NULLS FIRST, id LIMIT $3::bigint",
+            3, params, &res, error))
+        return -1;
+    size_t rows = (size_t) PQntuples (res);
+    *holes = (mx_released_hole_t *) calloc (rows + 1, sizeof (mx_released_hole_t));
+    assert (*holes);
+    for (size_t row = 0; row < rows; row++)
+        (*holes) [row] = (mx_released_hole_t) {
+            mx_pg_get_int64 (res, (int) row, 0), mx_pg_get_int64 (res, (int) row, 1),
+            mx_pg_get_int64 (res, (int) row, 2), (int) mx_pg_get_int64 (res, (int) row, 3)
+        };
+    *count = rows;
+    PQclear (res);
+    return 0;
+}
+
+int
+mx_released_hole_checked (PGconn *conn, int64_t id, int64_t now_ms, const int64_t *late, size_t count,
+                          char **error)
+{
+    char id_text [MX_PG_INT64_BUFSIZE], now_text [MX_PG_INT64_BUFSIZE];
+    char *array = count ? mx_bulk_int_array (late, count) : NULL;
+    const char *params [] = { mx_pg_int64_text (id, id_text), mx_pg_int64_text (now_ms, now_text), array };
+    int rc = mx_pg_exec (conn,
+            "UPDATE released_hole SET last_checked_at = to_timestamp ($2::bigint / 1000.0),"
+            " late_ids = coalesce ($3::bigint[], late_ids),"
+            " late_detected_at = CASE WHEN $3::bigint[] IS NOT NULL"
+            "   THEN coalesce (late_detected_at, to_timestamp ($2::bigint / 1000.0)) ELSE late_detected_at END"
+            " WHERE id = $1::bigint", 3, params, NULL, error);
+    free (array);
+    return rc;
 }

@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mx_lifecycle.h"
+
 //  ---------------------------------------------------------------------
 //  Inbox cursor
 
@@ -42,26 +44,28 @@ int mx_procstate_enqueue (PGconn *conn, const int64_t *ids, const int64_t *recei
 //  (*error says why), -1 failure.
 int mx_cursor_seed (PGconn *conn, int64_t w, int64_t now_ms, char **error);
 
+//  Released holes (the late-arrival check): those released within
+//  window_ms before now, least recently checked first, at most limit.
+typedef struct {
+    int64_t id;
+    int64_t from, to;           //  the missing IDs it jumped over
+    int late;                   //  late arrivals recorded so far
+} mx_released_hole_t;
+
+int mx_released_holes_due (PGconn *conn, int64_t now_ms, int64_t window_ms, int64_t limit,
+                           mx_released_hole_t **holes, size_t *count, char **error);
+
+//  A hole checked at now: the late arrivals found (none: count 0) are
+//  recorded, with the time of the first detection.
+int mx_released_hole_checked (PGconn *conn, int64_t id, int64_t now_ms, const int64_t *late,
+                              size_t count, char **error);
+
 //  Compat entry: a PENDING row with source 'compat'; nothing if it exists.
 int mx_procstate_insert_compat (PGconn *conn, int64_t msg_id, int64_t received_ms,
                                 int64_t now_ms, char **error);
 
 //  ---------------------------------------------------------------------
 //  The FIFO head and the lifecycle
-
-typedef enum {
-    MX_STATE_PENDING, MX_STATE_FAILED, MX_STATE_SUCCEEDED, MX_STATE_SKIPPED, MX_STATE_DEAD
-} mx_state_t;
-
-typedef enum {
-    MX_ERR_NONE, MX_ERR_MALFORMED, MX_ERR_PROTOCOL, MX_ERR_CODEC_ERROR,
-    MX_ERR_UNSUPPORTED, MX_ERR_INFRA, MX_ERR_EXHAUSTED
-} mx_error_class_t;
-
-const char *mx_state_name (mx_state_t state);
-const char *mx_error_class_name (mx_error_class_t error_class);
-//  MX_ERR_NONE for an unknown name.
-mx_error_class_t mx_error_class_lookup (const char *name);
 
 typedef struct {
     int64_t msg_id;
@@ -81,6 +85,12 @@ typedef struct {
 int mx_procstate_head (PGconn *conn, mx_head_t *head, int64_t *w, char **error);
 //  The same, for one row (any state). Returns 1 found, 0 none, -1.
 int mx_procstate_get (PGconn *conn, int64_t msg_id, mx_head_t *row, char **error);
+
+//  The messages ready after `after`: PENDING rows in msg_id order up to
+//  W, stopping at the first FAILED one (it holds the FIFO), at most max.
+//  *count gets how many went into ids.
+int mx_procstate_ready_after (PGconn *conn, int64_t after, int64_t *ids, size_t max, size_t *count,
+                              char **error);
 
 //  processing_started_at = now, the first time only.
 int mx_procstate_mark_started (PGconn *conn, int64_t msg_id, int64_t now_ms, char **error);

@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <libxml/xmlsave.h>
+#include <libxml/xpath.h>
 #include <czmq.h>
 
 //  Longest excerpt of a bad value quoted in an error line.
@@ -1398,4 +1399,28 @@ mx_reference_destroy (mx_reference_t **self_p)
     free (self->records);
     free (self);
     *self_p = NULL;
+}
+
+size_t
+mx_sis_body_flids (const mx_sis_msg_t *msg, int64_t **flids)
+{
+    *flids = NULL;
+    xmlNodePtr body = mx_sis_body (msg);
+    xmlXPathContextPtr context = body ? xmlXPathNewContext (body->doc) : NULL;
+    xmlXPathObjectPtr found = context ? xmlXPathNodeEval (body, (const xmlChar *) ".//FLID", context) : NULL;
+    int nodes = found && found->nodesetval ? found->nodesetval->nodeNr : 0;
+    size_t count = 0;
+    if (nodes > 0)
+        *flids = (int64_t *) calloc ((size_t) nodes, sizeof (int64_t));
+    for (int i = 0; *flids && i < nodes; i++) {
+        xmlChar *text = xmlNodeGetContent (found->nodesetval->nodeTab [i]);
+        char *end = NULL;
+        long long flid = text ? strtoll ((const char *) text, &end, 10) : 0;
+        if (text && end && *end == 0 && flid > 0)
+            (*flids) [count++] = flid;
+        xmlFree (text);
+    }
+    xmlXPathFreeObject (found);
+    xmlXPathFreeContext (context);
+    return count;
 }

@@ -57,6 +57,11 @@ typedef struct {
 mx_body_status_t mx_sis_reference (const mx_sis_msg_t *msg, mx_reference_t **out, char **error);
 void mx_reference_destroy (mx_reference_t **self_p);
 
+//  Every FLID element of the body with a positive decimal value, in
+//  document order, whatever the kind (what a replay shows of a message).
+//  *flids malloc'd (NULL when none); returns the count.
+size_t mx_sis_body_flids (const mx_sis_msg_t *msg, int64_t **flids);
+
 //  Body date-time "ddMONyyHHmm" (local, zone) -> UTC ms; -1 if invalid.
 int64_t mx_sis_parse_datetime (const char *text, const mx_tz_t *zone);
 

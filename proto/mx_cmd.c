@@ -9,18 +9,40 @@ typedef struct {
     const char *name, *picture, *route, *doc;
 } s_cmd_info_t;
 
+//  The picture and the field names, from the field list.
+#define MX_NONE
+#define MX_S(field) "s"
+#define MX_I(field) "i"
+#define MX_U64(field) "8"
 static const s_cmd_info_t s_cmds [] = {
-#define MX_CMD(name, picture, route, doc) { #name, picture, route, doc },
+#define MX_CMD(name, fields, route, doc) { #name, "" fields, route, doc },
 #include "mx_cmd.def"
 #undef MX_CMD
 };
+#undef MX_S
+#undef MX_I
+#undef MX_U64
+#define MX_S(field) " " #field
+#define MX_I(field) " " #field
+#define MX_U64(field) " " #field
+static const char *s_cmd_fields [] = {
+#define MX_CMD(name, fields, route, doc) "" fields,
+#include "mx_cmd.def"
+#undef MX_CMD
+};
+#undef MX_S
+#undef MX_I
+#undef MX_U64
+#undef MX_NONE
 
 typedef struct {
-    const char *verb, *args, *reply;
+    const char *verb, *owner;
+    bool standby;
+    const char *args, *reply;
 } s_admin_info_t;
 
 static const s_admin_info_t s_admins [] = {
-#define MX_ADMIN(name, verb, args, reply) { verb, args, reply },
+#define MX_ADMIN(name, verb, owner, standby, args, reply) { verb, owner, standby, args, reply },
 #include "mx_admin.def"
 #undef MX_ADMIN
 };
@@ -52,6 +74,8 @@ mx_cmd_lookup (const char *name)
 }
 
 const char *mx_admin_verb (mx_admin_t v)  { assert (v >= 0 && v < MX_ADMIN_COUNT); return s_admins [v].verb; }
+const char *mx_admin_owner (mx_admin_t v) { assert (v >= 0 && v < MX_ADMIN_COUNT); return s_admins [v].owner; }
+bool mx_admin_on_standby (mx_admin_t v)   { assert (v >= 0 && v < MX_ADMIN_COUNT); return s_admins [v].standby; }
 const char *mx_admin_args (mx_admin_t v)  { assert (v >= 0 && v < MX_ADMIN_COUNT); return s_admins [v].args; }
 const char *mx_admin_reply (mx_admin_t v) { assert (v >= 0 && v < MX_ADMIN_COUNT); return s_admins [v].reply; }
 
@@ -66,16 +90,12 @@ mx_admin_lookup (const char *verb)
     return MX_ADMIN_UNKNOWN;
 }
 
-int
-mx_cmd_send (zsock_t *dest, mx_cmd_t cmd, ...)
+//  The frames of cmd after the name, from the variadic arguments.
+static void
+s_add_fields (zmsg_t *msg, mx_cmd_t cmd, va_list args)
 {
-    assert (dest);
-    const char *picture = mx_cmd_picture (cmd);
-    zmsg_t *msg = zmsg_new ();
     zmsg_addstr (msg, mx_cmd_name (cmd));
-    va_list args;
-    va_start (args, cmd);
-    for (const char *p = picture; *p; p++) {
+    for (const char *p = mx_cmd_picture (cmd); *p; p++) {
         switch (*p) {
             case 's': {
                 const char *s = va_arg (args, const char *);
@@ -92,12 +112,50 @@ mx_cmd_send (zsock_t *dest, mx_cmd_t cmd, ...)
                 assert (!"unsupported picture character");
         }
     }
-    va_end (args);
-    //  A send that fails (a timeout set by the caller, a peer gone) leaves
-    //  the message with us.
-    int rc = zmsg_send (&msg, dest);
-    zmsg_destroy (&msg);
+}
+
+//  A send that fails (a timeout set by the caller, a peer gone) leaves the
+//  message with us.
+static int
+s_send (zmsg_t **msg, zsock_t *dest)
+{
+    int rc = zmsg_send (msg, dest);
+    zmsg_destroy (msg);
     return rc;
+}
+
+int
+mx_cmd_send (zsock_t *dest, mx_cmd_t cmd, ...)
+{
+    assert (dest);
+    zmsg_t *msg = zmsg_new ();
+    va_list args;
+    va_start (args, cmd);
+    s_add_fields (msg, cmd, args);
+    va_end (args);
+    return s_send (&msg, dest);
+}
+
+int
+mx_cmd_send_routed (zsock_t *dest, zframe_t **identity, mx_cmd_t cmd, ...)
+{
+    assert (dest && identity && *identity);
+    zmsg_t *msg = zmsg_new ();
+    zmsg_append (msg, identity);
+    va_list args;
+    va_start (args, cmd);
+    s_add_fields (msg, cmd, args);
+    va_end (args);
+    return s_send (&msg, dest);
+}
+
+mx_cmd_t
+mx_cmd_pop_name (zmsg_t *msg)
+{
+    char *name = zmsg_popstr (msg);
+    mx_cmd_t cmd = mx_cmd_lookup (name);
+    free (name);
+    return cmd;
 }
 
 mx_cmd_t
@@ -119,9 +177,7 @@ mx_cmd_recv_timeout (zsock_t *src, int timeout_ms, zmsg_t **rest)
     zmsg_t *msg = zmsg_recv (src);
     if (!msg)
         return MX_CMD_UNKNOWN;
-    char *name = zmsg_popstr (msg);
-    mx_cmd_t cmd = mx_cmd_lookup (name);
-    free (name);
+    mx_cmd_t cmd = mx_cmd_pop_name (msg);
     *rest = msg;
     return cmd;
 }
@@ -138,6 +194,15 @@ mx_cmd_pop_int (zmsg_t *rest)
 {
     char *text = mx_cmd_pop_str (rest);
     int value = atoi (text);
+    free (text);
+    return value;
+}
+
+uint64_t
+mx_cmd_pop_u64 (zmsg_t *rest)
+{
+    char *text = mx_cmd_pop_str (rest);
+    uint64_t value = strtoull (text, NULL, 10);
     free (text);
     return value;
 }
@@ -160,13 +225,15 @@ mx_cmd_print_reference (FILE *out)
              "## Between actors (inproc)\n\n"
              "Frame 0 is the command name; the picture uses czmq's `zsock_send` letters "
              "(`s` string, `i` int, `8` uint64).\n\n"
-             "| command | frames | route | meaning |\n|---|---|---|---|\n");
+             "| command | frames | fields | route | meaning |\n|---|---|---|---|---|\n");
     for (int i = 0; i < MX_CMD_COUNT; i++)
-        fprintf (out, "| `%s` | `%s` | %s | %s |\n", mx_cmd_name ((mx_cmd_t) i),
-                 *s_cmds [i].picture ? s_cmds [i].picture : "-", s_cmds [i].route, s_cmds [i].doc);
+        fprintf (out, "| `%s` | `%s` | %s | %s | %s |\n", mx_cmd_name ((mx_cmd_t) i),
+                 *s_cmds [i].picture ? s_cmds [i].picture : "-",
+                 *s_cmd_fields [i] ? s_cmd_fields [i] + 1 : "-", s_cmds [i].route, s_cmds [i].doc);
     fprintf (out, "\n## Admin (msgxctl REQ <-> control ROUTER)\n\n"
              "Request: verb frame + JSON arguments frame. Reply: `OK` + JSON, or `ERR` + reason.\n\n"
-             "| verb | arguments | reply |\n|---|---|---|\n");
+             "| verb | answered by | on a standby | arguments | reply |\n|---|---|---|---|---|\n");
     for (int i = 0; i < MX_ADMIN_COUNT; i++)
-        fprintf (out, "| `%s` | `%s` | %s |\n", s_admins [i].verb, s_admins [i].args, s_admins [i].reply);
+        fprintf (out, "| `%s` | %s | %s | `%s` | %s |\n", s_admins [i].verb, s_admins [i].owner,
+                 s_admins [i].standby ? "yes" : "no", s_admins [i].args, s_admins [i].reply);
 }

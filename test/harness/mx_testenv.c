@@ -777,14 +777,8 @@ s_mono_ms (void)
     return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void
-mx_testpg_wait (PGconn *conn, const char *condition)
-{
-    mx_testpg_wait_params (conn, condition, 0, NULL);
-}
-
-void
-mx_testpg_wait_params (PGconn *conn, const char *condition, int nparams, const char *const *values)
+static void
+s_wait (PGconn *conn, const char *condition, int nparams, const char *const *values, const char *show)
 {
     int64_t deadline = s_mono_ms () + 30000;
     while (true) {
@@ -794,8 +788,10 @@ mx_testpg_wait_params (PGconn *conn, const char *condition, int nparams, const c
         if (done)
             return;
         int64_t left = deadline - s_mono_ms ();
-        if (left <= 0)
-            s_fail ("condition never became true: %s", condition);
+        if (left <= 0) {
+            char *shown = show ? mx_testpg_value (conn, show) : NULL;
+            s_fail ("condition never became true: %s%s%s", condition, shown ? "\n  " : "", shown ? shown : "");
+        }
         struct pollfd item = { PQsocket (conn), POLLIN, 0 };
         poll (&item, 1, (int) left);
         PQconsumeInput (conn);
@@ -803,6 +799,24 @@ mx_testpg_wait_params (PGconn *conn, const char *condition, int nparams, const c
         while ((notify = PQnotifies (conn)))
             PQfreemem (notify);
     }
+}
+
+void
+mx_testpg_wait (PGconn *conn, const char *condition)
+{
+    s_wait (conn, condition, 0, NULL, NULL);
+}
+
+void
+mx_testpg_wait_showing (PGconn *conn, const char *condition, const char *show)
+{
+    s_wait (conn, condition, 0, NULL, show);
+}
+
+void
+mx_testpg_wait_params (PGconn *conn, const char *condition, int nparams, const char *const *values)
+{
+    s_wait (conn, condition, nparams, values, NULL);
 }
 
 //  Test binaries print their verdicts on stdout; a test killed on its

@@ -189,6 +189,9 @@ void
 //  conn LISTENs to; fails the test after 30 s.
 void
     mx_testpg_wait (PGconn *conn, const char *condition);
+//  The same; a timeout also shows the first value of the query show.
+void
+    mx_testpg_wait_showing (PGconn *conn, const char *condition, const char *show);
 //  The same with parameters ($1..$n, text values): test values never go
 //  into the SQL text.
 char *

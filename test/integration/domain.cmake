@@ -1,1 +1,1 @@
-mx_add_test(test_domain SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_domain.c LIBS mx_actors LABELS integration)
+mx_add_test(test_domain SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_domain.c LIBS mx_testactor LABELS integration)

@@ -25,6 +25,7 @@
 #include "mx_migrate.h"
 #include "mx_pg.h"
 #include "mx_procstate.h"
+#include "mx_testactor.h"
 #include "mx_testenv.h"
 
 #include "mx_backfill_actor.h"
@@ -132,32 +133,10 @@ s_teardown (void **state)
 //  ---------------------------------------------------------------------
 //  Helpers
 
-//  Waits for a boolean query to become true, woken by NOTIFYs.
-static void
-s_wait (fixture_t *fx, const char *condition)
-{
-    int64_t deadline = zclock_mono () + WAIT_MS;
-    while (true) {
-        char *value = mx_testpg_value (fx->conn, condition);
-        bool done = strcmp (value, "t") == 0;
-        free (value);
-        if (done)
-            return;
-        int64_t left = deadline - zclock_mono ();
-        if (left <= 0) {
-            char *rows = mx_testpg_value (fx->conn, "SELECT string_agg (concat_ws (' ', msg_id, state, backfill_next_at,"
-                                      " backfill_at, backfill_attempts, backfill_abandoned_reason, backfill_error),"
-                                      " '; ' ORDER BY msg_id) FROM proc_state");
-            fail_msg ("condition never became true: %s\n  proc_state: %s", condition, rows);
-        }
-        struct pollfd item = { PQsocket (fx->conn), POLLIN, 0 };
-        poll (&item, 1, (int) left);
-        PQconsumeInput (fx->conn);
-        PGnotify *notify;
-        while ((notify = PQnotifies (fx->conn)))
-            PQfreemem (notify);
-    }
-}
+//  What a wait that times out shows of proc_state.
+static const char *s_backfill_rows =
+    "SELECT string_agg (concat_ws (' ', msg_id, state, backfill_next_at, backfill_at, backfill_attempts,"
+    " backfill_abandoned_reason, backfill_error), '; ' ORDER BY msg_id) FROM proc_state";
 
 //  A proc_state row in state (terminal ones through mx_procstate_finish,
 //  which writes the intent with backfill_next_at = T0). received: epoch
@@ -225,14 +204,7 @@ static void
 s_start (fixture_t *fx, char **detail)
 {
     fx->args = (mx_actor_args_t) { "backfill", fx->config, fx->clock, "test", NULL };
-    char *text = NULL, *error = NULL;
-    fx->actor = mx_actor_start (mx_backfill_actor, &fx->args, 10000, &text, &error);
-    if (!fx->actor)
-        fail_msg ("backfill did not start: %s", error);
-    if (detail)
-        *detail = text;
-    else
-        free (text);
+    fx->actor = mx_testactor_start (mx_backfill_actor, &fx->args, "backfill", detail);
 }
 
 static void
@@ -477,8 +449,8 @@ test_four_outcomes_and_the_backoff (void **state)
     s_mysql (fx, "INSERT INTO mx_test_fail VALUES (4)");
 
     s_start (fx, NULL);
-    s_wait (fx, "SELECT count(*) = 4 FROM proc_state WHERE backfill_at IS NOT NULL"
-                " OR backfill_abandoned_at IS NOT NULL OR backfill_attempts > 0");
+    mx_testpg_wait_showing (fx->conn, "SELECT count(*) = 4 FROM proc_state WHERE backfill_at IS NOT NULL"
+                " OR backfill_abandoned_at IS NOT NULL OR backfill_attempts > 0", s_backfill_rows);
     mx_testpg_expect (fx->conn,
         "SELECT string_agg (msg_id || ':' || (backfill_at IS NOT NULL) || ':' || (backfill_next_at IS NULL)"
         " || ':' || coalesce (backfill_abandoned_reason, '-') || ':' || backfill_attempts, ' ' ORDER BY msg_id)"
@@ -500,19 +472,19 @@ test_four_outcomes_and_the_backoff (void **state)
     s_row (fx, 5, "SKIPPED", T0_S);
     s_mail (fx, 5);
     mx_clock_advance (fx->clock, 29000);
-    s_wait (fx, "SELECT backfill_at IS NOT NULL FROM proc_state WHERE msg_id = 5");
+    mx_testpg_wait_showing (fx->conn, "SELECT backfill_at IS NOT NULL FROM proc_state WHERE msg_id = 5", s_backfill_rows);
     mx_testpg_expect (fx->conn, "SELECT backfill_attempts FROM proc_state WHERE msg_id = 4", "1");
     mx_clock_advance (fx->clock, 1000);
-    s_wait (fx, "SELECT backfill_attempts = 2 FROM proc_state WHERE msg_id = 4");
+    mx_testpg_wait_showing (fx->conn, "SELECT backfill_attempts = 2 FROM proc_state WHERE msg_id = 4", s_backfill_rows);
     mx_testpg_expect (fx->conn, "SELECT backfill_next_at = to_timestamp (" T0_S " + 30 + 60) FROM proc_state WHERE msg_id = 4",
                     "t");
     mx_clock_advance (fx->clock, 60000);
-    s_wait (fx, "SELECT backfill_attempts = 3 FROM proc_state WHERE msg_id = 4");
+    mx_testpg_wait_showing (fx->conn, "SELECT backfill_attempts = 3 FROM proc_state WHERE msg_id = 4", s_backfill_rows);
     mx_testpg_expect (fx->conn, "SELECT backfill_next_at = to_timestamp (" T0_S " + 90 + 120) FROM proc_state WHERE msg_id = 4",
                     "t");
     //  The fourth attempt is the last (backfill-max-attempts = 4).
     mx_clock_advance (fx->clock, 120000);
-    s_wait (fx, "SELECT backfill_abandoned_reason = 'EXHAUSTED' FROM proc_state WHERE msg_id = 4");
+    mx_testpg_wait_showing (fx->conn, "SELECT backfill_abandoned_reason = 'EXHAUSTED' FROM proc_state WHERE msg_id = 4", s_backfill_rows);
     mx_testpg_expect (fx->conn, "SELECT backfill_attempts || ' ' || (backfill_at IS NULL) FROM proc_state WHERE msg_id = 4",
                     "4 true");
     s_assert_mark (fx, 4, "-");
@@ -521,7 +493,7 @@ test_four_outcomes_and_the_backoff (void **state)
     s_row (fx, 6, "SUCCEEDED", T0_S);
     s_mail (fx, 6);
     mx_clock_advance (fx->clock, 1000);
-    s_wait (fx, "SELECT backfill_at IS NOT NULL FROM proc_state WHERE msg_id = 6");
+    mx_testpg_wait_showing (fx->conn, "SELECT backfill_at IS NOT NULL FROM proc_state WHERE msg_id = 6", s_backfill_rows);
     mx_testpg_expect (fx->conn, "SELECT backfill_attempts FROM proc_state WHERE msg_id = 4", "4");
 
     //  One alert for the missing row, one for the exhausted one, counted.
@@ -560,7 +532,7 @@ test_fairness_permanent_failures_do_not_hide_later_rows (void **state)
     s_mail (fx, 3);
     s_mail (fx, 4);
     s_start (fx, NULL);
-    s_wait (fx, "SELECT count(*) = 2 FROM proc_state WHERE backfill_at IS NOT NULL");
+    mx_testpg_wait_showing (fx->conn, "SELECT count(*) = 2 FROM proc_state WHERE backfill_at IS NOT NULL", s_backfill_rows);
     mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id || ':' || coalesce (backfill_abandoned_reason, 'confirmed'), ' '"
                         " ORDER BY msg_id) FROM proc_state", "1:MISSING 2:MISSING 3:confirmed 4:confirmed");
     s_assert_mark (fx, 3, "PROCESSED@" T0_S);
@@ -575,9 +547,9 @@ test_fairness_permanent_failures_do_not_hide_later_rows (void **state)
     s_row (fx, 5, "SUCCEEDED", T0_S);
     s_row (fx, 6, "SUCCEEDED", T0_S);
     mx_clock_advance (fx->clock, 1000);
-    s_wait (fx, "SELECT backfill_attempts = 1 FROM proc_state WHERE msg_id = 5");
+    mx_testpg_wait_showing (fx->conn, "SELECT backfill_attempts = 1 FROM proc_state WHERE msg_id = 5", s_backfill_rows);
     mx_clock_advance (fx->clock, 1000);
-    s_wait (fx, "SELECT backfill_at IS NOT NULL FROM proc_state WHERE msg_id = 6");
+    mx_testpg_wait_showing (fx->conn, "SELECT backfill_at IS NOT NULL FROM proc_state WHERE msg_id = 6", s_backfill_rows);
     mx_testpg_expect (fx->conn, "SELECT string_agg (backfill_attempts::text, ',' ORDER BY msg_id) FROM proc_state"
                         " WHERE msg_id IN (5, 6)", "1,0");
     mx_testpg_expect (fx->conn, "SELECT count(*) FROM proc_state WHERE backfill_abandoned_at IS NOT NULL", "2");
@@ -597,7 +569,7 @@ test_received_at_null_never_overdue (void **state)
         s_mail (fx, id);
     s_start (fx, NULL);
     //  One sweep considers all three: only the overdue one is due.
-    s_wait (fx, "SELECT backfill_at IS NOT NULL FROM proc_state WHERE msg_id = 1");
+    mx_testpg_wait_showing (fx->conn, "SELECT backfill_at IS NOT NULL FROM proc_state WHERE msg_id = 1", s_backfill_rows);
     mx_testpg_expect (fx->conn, "SELECT count(*) FROM proc_state WHERE backfill_at IS NULL AND backfill_attempts = 2", "2");
     s_assert_mark (fx, 2, "-");
     s_assert_mark (fx, 3, "-");
@@ -607,7 +579,7 @@ test_received_at_null_never_overdue (void **state)
     s_assert_mark (fx, 2, "-");
     //  Their own time comes.
     mx_clock_advance (fx->clock, 3600 * 1000);
-    s_wait (fx, "SELECT count(*) = 3 FROM proc_state WHERE backfill_at IS NOT NULL");
+    mx_testpg_wait_showing (fx->conn, "SELECT count(*) = 3 FROM proc_state WHERE backfill_at IS NOT NULL", s_backfill_rows);
     s_assert_mark (fx, 2, "PROCESSED@1767229200");
 }
 
@@ -632,7 +604,7 @@ test_only_committed_terminal_rows_are_marked (void **state)
     s_start (fx, NULL);
     s_owed (fx, 1, 4);
     s_barrier (fx);
-    s_wait (fx, "SELECT backfill_at IS NOT NULL FROM proc_state WHERE msg_id = 3");
+    mx_testpg_wait_showing (fx->conn, "SELECT backfill_at IS NOT NULL FROM proc_state WHERE msg_id = 3", s_backfill_rows);
     s_assert_mark (fx, 3, "PROCESSED@" T0_S);
     s_assert_mark (fx, 1, "-");
     s_assert_mark (fx, 2, "-");
@@ -644,7 +616,7 @@ test_only_committed_terminal_rows_are_marked (void **state)
     mx_pg_disconnect (&processor);
     s_row (fx, 5, "DEAD", T0_S);
     mx_clock_advance (fx->clock, 1000);
-    s_wait (fx, "SELECT backfill_at IS NOT NULL FROM proc_state WHERE msg_id = 5");
+    mx_testpg_wait_showing (fx->conn, "SELECT backfill_at IS NOT NULL FROM proc_state WHERE msg_id = 5", s_backfill_rows);
     s_assert_mark (fx, 4, "-");
     mx_testpg_expect (fx->conn, "SELECT string_agg (state || ':' || (backfill_next_at IS NULL), ' ' ORDER BY msg_id)"
                         " FROM proc_state WHERE msg_id IN (1, 2, 4)", "PENDING:true FAILED:true PENDING:true");
@@ -718,17 +690,17 @@ test_mailbox_down_then_marks_catch_up (void **state)
     //  Port closed: the first write fails and ends the batch.
     s_proxy_command (proxy, 'd');
     s_start (fx, NULL);
-    s_wait (fx, "SELECT backfill_attempts = 1 FROM proc_state WHERE msg_id = 1");
+    mx_testpg_wait_showing (fx->conn, "SELECT backfill_attempts = 1 FROM proc_state WHERE msg_id = 1", s_backfill_rows);
     mx_testpg_expect (fx->conn, "SELECT backfill_error LIKE '%cannot connect to the mailbox%' FROM proc_state WHERE msg_id = 1",
                     "t");
     mx_testpg_expect (fx->conn, "SELECT count(*) FROM proc_state WHERE backfill_attempts = 0 AND backfill_at IS NULL", "2");
     mx_clock_advance (fx->clock, 1000);
-    s_wait (fx, "SELECT backfill_attempts = 1 FROM proc_state WHERE msg_id = 2");
+    mx_testpg_wait_showing (fx->conn, "SELECT backfill_attempts = 1 FROM proc_state WHERE msg_id = 2", s_backfill_rows);
 
     //  Back: every mark catches up once its time comes.
     s_proxy_command (proxy, 'u');
     mx_clock_advance (fx->clock, 30000);
-    s_wait (fx, "SELECT count(*) = 3 FROM proc_state WHERE backfill_at IS NOT NULL");
+    mx_testpg_wait_showing (fx->conn, "SELECT count(*) = 3 FROM proc_state WHERE backfill_at IS NOT NULL", s_backfill_rows);
     for (int id = 1; id <= 3; id++)
         s_assert_mark (fx, id, "PROCESSED@1767225631");
 
@@ -739,7 +711,7 @@ test_mailbox_down_then_marks_catch_up (void **state)
     s_proxy_command (proxy, 'd');
     s_proxy_command (proxy, 'u');
     s_owed (fx, 4, 4);
-    s_wait (fx, "SELECT backfill_at IS NOT NULL FROM proc_state WHERE msg_id = 4");
+    mx_testpg_wait_showing (fx->conn, "SELECT backfill_at IS NOT NULL FROM proc_state WHERE msg_id = 4", s_backfill_rows);
     mx_testpg_expect (fx->conn, "SELECT backfill_attempts FROM proc_state WHERE msg_id = 4", "0");
     zactor_destroy (&fx->actor);
     s_proxy_destroy (&proxy);
@@ -788,7 +760,7 @@ test_missing_upstream_then_recover_with_audit (void **state)
     assert_string_equal (payload, "{\"rearmed\":1,\"msg_ids\":[2]}");
     free (verdict);
     free (payload);
-    s_wait (fx, "SELECT backfill_at IS NOT NULL FROM proc_state WHERE msg_id = 2");
+    mx_testpg_wait_showing (fx->conn, "SELECT backfill_at IS NOT NULL FROM proc_state WHERE msg_id = 2", s_backfill_rows);
     s_assert_mark (fx, 2, "PROCESSED@1767225600");
     mx_testpg_expect (fx->conn, "SELECT backfill_attempts || ' ' || (backfill_abandoned_at IS NULL) FROM proc_state"
                         " WHERE msg_id = 2", "0 true");
@@ -807,7 +779,7 @@ test_missing_upstream_then_recover_with_audit (void **state)
     free (verdict);
     free (payload);
     //  No mailbox rows for them: abandoned again, MISSING this time.
-    s_wait (fx, "SELECT count(*) = 2 FROM proc_state WHERE backfill_abandoned_reason = 'MISSING'");
+    mx_testpg_wait_showing (fx->conn, "SELECT count(*) = 2 FROM proc_state WHERE backfill_abandoned_reason = 'MISSING'", s_backfill_rows);
 }
 
 static void

@@ -22,6 +22,7 @@
 #include "mx_config.h"
 #include "mx_dispatcher.h"
 #include "mx_migrate.h"
+#include "mx_testactor.h"
 #include "mx_testenv.h"
 #include "mx_testevent.h"
 
@@ -179,29 +180,6 @@ s_int (fixture_t *fx, const char *sql)
     return number;
 }
 
-//  Waits for a boolean query to become true, woken by NOTIFYs.
-static void
-s_wait (fixture_t *fx, const char *condition)
-{
-    int64_t deadline = zclock_mono () + WAIT_MS;
-    while (true) {
-        char *value = s_value (fx, condition);
-        bool done = strcmp (value, "t") == 0;
-        free (value);
-        if (done)
-            return;
-        int64_t left = deadline - zclock_mono ();
-        if (left <= 0)
-            fail_msg ("condition never became true: %s", condition);
-        struct pollfd item = { PQsocket (fx->conn), POLLIN, 0 };
-        poll (&item, 1, (int) left);
-        PQconsumeInput (fx->conn);
-        PGnotify *notify;
-        while ((notify = PQnotifies (fx->conn)))
-            PQfreemem (notify);
-    }
-}
-
 static void
 s_exec (fixture_t *fx, const char *sql, int count, const char *const *params)
 {
@@ -329,11 +307,7 @@ s_start (fixture_t *fx, const char *name, zactor_fn *fn)
         .name = name, .config = fx->config, .clock = fx->clock, .scope = "test-delivery",
         .kafka_bootstrap = mx_testkafka_bootstraps (fx->kafka)
     };
-    char *detail = NULL, *error = NULL;
-    fx->actor = mx_actor_start (fn, &fx->args, 10000, &detail, &error);
-    if (!fx->actor)
-        fail_msg ("%s: %s", name, error);
-    free (detail);
+    fx->actor = mx_testactor_start (fn, &fx->args, name, NULL);
 }
 
 static void
@@ -360,11 +334,11 @@ test_dispatcher_delivers_in_event_id_order_with_key_and_headers (void **state)
     //  batches of 4 (delivery-drain-rounds = 2); the rest at the next
     //  wake-up, here the sweep one poll-interval later.
     s_start (fx, "dispatcher", mx_dispatcher_actor);
-    s_wait (fx, "SELECT count(*) = 8 FROM msg_event WHERE state = 'SENT'");
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 8 FROM msg_event WHERE state = 'SENT'");
     s_assert_value (fx, "SELECT string_agg (event_id::text, ',' ORDER BY event_id) FROM msg_event"
                         " WHERE state = 'PENDING'", "9,10,11");
     mx_clock_advance (fx->clock, 1000);
-    s_wait (fx, "SELECT count(*) = 11 FROM msg_event WHERE state = 'SENT'");
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 11 FROM msg_event WHERE state = 'SENT'");
     s_assert_value (fx, "SELECT count(*) FILTER (WHERE sent_at = to_timestamp (1767225600)) || '/'"
                         " || count(*) FILTER (WHERE sent_at = to_timestamp (1767225601)) || '/' || max (attempts)"
                         " FROM msg_event", "8/3/0");
@@ -410,7 +384,7 @@ test_dispatcher_delivers_in_event_id_order_with_key_and_headers (void **state)
     s_wake (fx);
     char sql [128];
     snprintf (sql, sizeof sql, "SELECT state = 'SENT' FROM msg_event WHERE event_id = %" PRId64, late);
-    s_wait (fx, sql);
+    mx_testpg_wait (fx->conn, sql);
     s_read_all (fx);
     assert_int_equal (s_count_event (fx, TOPIC_MSG, late), 1);
 }
@@ -427,7 +401,7 @@ test_dispatcher_lost_acknowledgement_resends_same_event_ids (void **state)
     int64_t warm = s_event (fx, "KAFKA:msg", 200, 1);
     char sql [256];
     snprintf (sql, sizeof sql, "SELECT state = 'SENT' FROM msg_event WHERE event_id = %" PRId64, warm);
-    s_wait (fx, sql);
+    mx_testpg_wait (fx->conn, sql);
     rd_kafka_mock_cluster_t *cluster = mx_testkafka_cluster (fx->kafka);
     //  The next produce answer of each broker comes after delivery-timeout (2s).
     for (int32_t broker = 1; broker <= 2; broker++)
@@ -438,7 +412,7 @@ test_dispatcher_lost_acknowledgement_resends_same_event_ids (void **state)
         ids [i] = s_event (fx, "KAFKA:msg", 201 + i % 2, 1 + i / 2);
     s_wake (fx);
     snprintf (sql, sizeof sql, "SELECT attempts = 1 FROM msg_event WHERE event_id = %" PRId64, ids [0]);
-    s_wait (fx, sql);
+    mx_testpg_wait (fx->conn, sql);
     s_assert_value (fx, "SELECT string_agg (state || ':' || attempts, ' ' ORDER BY event_id) FROM msg_event",
                     "SENT:0 PENDING:1 PENDING:0 PENDING:0 PENDING:0");
     s_assert_value (fx, "SELECT next_attempt_at = to_timestamp (1767225601) FROM msg_event WHERE attempts = 1", "t");
@@ -447,7 +421,7 @@ test_dispatcher_lost_acknowledgement_resends_same_event_ids (void **state)
     mx_clock_advance (fx->clock, 999);
     s_assert_value (fx, "SELECT count(*) FROM msg_event WHERE state = 'SENT'", "1");
     mx_clock_advance (fx->clock, 1);
-    s_wait (fx, "SELECT count(*) = 5 FROM msg_event WHERE state = 'SENT'");
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 5 FROM msg_event WHERE state = 'SENT'");
     s_read_all (fx);
     //  The head was written although never acknowledged: it came twice,
     //  both copies alike (s_check_order compares them); so may the others.
@@ -489,7 +463,7 @@ test_dispatcher_failed_batch_keeps_target_order (void **state)
     s_wake (fx);
     char sql [256];
     snprintf (sql, sizeof sql, "SELECT attempts = 1 FROM msg_event WHERE event_id = %" PRId64, c);
-    s_wait (fx, sql);
+    mx_testpg_wait (fx->conn, sql);
     s_assert_value (fx, "SELECT string_agg (state || ':' || attempts, ' ' ORDER BY event_id) FROM msg_event",
                     "SENT:0 SENT:0 PENDING:1 PENDING:0");
     s_read_all (fx);
@@ -497,7 +471,7 @@ test_dispatcher_failed_batch_keeps_target_order (void **state)
     assert_int_equal (s_count_event (fx, TOPIC_MSG, d), 1);
     //  Due: the rest goes in order; d twice (at-least-once), c once.
     mx_clock_advance (fx->clock, 1000);
-    s_wait (fx, "SELECT count(*) = 4 FROM msg_event WHERE state = 'SENT'");
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 4 FROM msg_event WHERE state = 'SENT'");
     s_read_all (fx);
     assert_int_equal (s_count_event (fx, TOPIC_MSG, a), 1);
     assert_int_equal (s_count_event (fx, TOPIC_MSG, b), 1);
@@ -520,19 +494,19 @@ test_dispatcher_exhausted_event_stays_dead (void **state)
     s_wake (fx);
     char sql [256];
     snprintf (sql, sizeof sql, "SELECT attempts = 1 FROM msg_event WHERE event_id = %" PRId64, head);
-    s_wait (fx, sql);
+    mx_testpg_wait (fx->conn, sql);
     //  Two more behind it wait for it.
     int64_t next = s_event (fx, "KAFKA:msg", 401, 2);
     int64_t other = s_event (fx, "KAFKA:msg", 402, 1);
     s_wake (fx);
     mx_clock_advance (fx->clock, 1000);                 //  backoff 1s
     snprintf (sql, sizeof sql, "SELECT attempts = 2 FROM msg_event WHERE event_id = %" PRId64, head);
-    s_wait (fx, sql);
+    mx_testpg_wait (fx->conn, sql);
     s_assert_value (fx, "SELECT count(*) FROM msg_event WHERE state = 'SENT'", "0");
     mx_clock_advance (fx->clock, 5000);                 //  backoff 5s
     snprintf (sql, sizeof sql, "SELECT state = 'DEAD' FROM msg_event WHERE event_id = %" PRId64, head);
-    s_wait (fx, sql);
-    s_wait (fx, "SELECT count(*) = 2 FROM msg_event WHERE state = 'SENT'");
+    mx_testpg_wait (fx->conn, sql);
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 2 FROM msg_event WHERE state = 'SENT'");
     snprintf (sql, sizeof sql, "SELECT attempts || ' ' || (next_attempt_at IS NULL) || ' ' || (sent_at IS NULL)"
                                " || ' ' || (last_error LIKE 'INVALID_RECORD: %%')"
                                " FROM msg_event WHERE event_id = %" PRId64, head);
@@ -557,7 +531,7 @@ test_dispatcher_brokers_down_then_up_loses_nothing (void **state)
     s_wake (fx);
     char sql [256];
     snprintf (sql, sizeof sql, "SELECT state = 'SENT' FROM msg_event WHERE event_id = %" PRId64, before);
-    s_wait (fx, sql);
+    mx_testpg_wait (fx->conn, sql);
     rd_kafka_mock_cluster_t *cluster = mx_testkafka_cluster (fx->kafka);
     assert_int_equal (rd_kafka_mock_broker_set_down (cluster, -1), 0);
     int64_t ids [6];
@@ -565,7 +539,7 @@ test_dispatcher_brokers_down_then_up_loses_nothing (void **state)
         ids [i] = s_event (fx, "KAFKA:msg", 501 + i % 3, 2 + i / 3);
     s_wake (fx);
     snprintf (sql, sizeof sql, "SELECT attempts = 1 FROM msg_event WHERE event_id = %" PRId64, ids [0]);
-    s_wait (fx, sql);
+    mx_testpg_wait (fx->conn, sql);
     s_assert_value (fx, "SELECT count(*) FROM msg_event WHERE state = 'SENT'", "1");
     assert_int_equal (rd_kafka_mock_broker_set_up (cluster, -1), 0);
     //  The producer reconnects at its own pace: retries follow the backoff
@@ -575,7 +549,7 @@ test_dispatcher_brokers_down_then_up_loses_nothing (void **state)
         assert_true (s_int (fx, "SELECT max(attempts) FROM msg_event") < 10);
         mx_clock_advance (fx->clock, 5000);
         snprintf (sql, sizeof sql, "SELECT count(*) > %" PRId64 " FROM mx_test_log", changes);
-        s_wait (fx, sql);
+        mx_testpg_wait (fx->conn, sql);
     }
     s_read_all (fx);
     for (int i = 0; i < 6; i++)
@@ -596,7 +570,7 @@ test_aggregator_sends_the_newest_state_once_per_window (void **state)
     s_start (fx, "schd-aggregator", mx_aggregator_actor);
     char sql [256];
     snprintf (sql, sizeof sql, "SELECT state = 'SENT' FROM msg_event WHERE event_id = %" PRId64, left);
-    s_wait (fx, sql);
+    mx_testpg_wait (fx->conn, sql);
     //  50 versions of one flight, committed in two transactions, each
     //  followed by a wake-up: neither flushes before the period is over.
     int64_t newest = 0, created = 0, deleted = 0;
@@ -613,7 +587,7 @@ test_aggregator_sends_the_newest_state_once_per_window (void **state)
         s_wake (fx);
     }
     mx_clock_advance (fx->clock, 3000);
-    s_wait (fx, "SELECT count(*) = 53 FROM msg_event WHERE state = 'SENT'");
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 53 FROM msg_event WHERE state = 'SENT'");
     s_read_all (fx);
     assert_int_equal (s_count (fx, TOPIC_SCHD), 3);
     assert_int_equal (s_count (fx, TOPIC_MSG), 0);
@@ -654,7 +628,7 @@ test_aggregator_backlog_beyond_the_limit_flushes_at_once (void **state)
     for (int64_t flid = 801; flid <= 825; flid++)
         s_event (fx, "KAFKA:schd", flid, 1);
     s_start (fx, "schd-aggregator", mx_aggregator_actor);
-    s_wait (fx, "SELECT count(*) = 25 FROM msg_event WHERE state = 'SENT'");
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 25 FROM msg_event WHERE state = 'SENT'");
     //  10 + 10 + 5, the flights waiting longest first; the clock never moved.
     s_assert_value (fx, "SELECT string_agg (n::text, ',' ORDER BY tx) FROM (SELECT tx, count(*) AS n,"
                         " min (event_id) AS first FROM mx_test_log WHERE state = 'SENT' GROUP BY tx) t",
@@ -683,11 +657,11 @@ test_aggregator_failure_backs_off_then_newer_state_or_dead (void **state)
     char sql [256];
     snprintf (sql, sizeof sql, "SELECT attempts = 1 AND state = 'PENDING' FROM msg_event WHERE event_id = %" PRId64,
               failed);
-    s_wait (fx, sql);
+    mx_testpg_wait (fx->conn, sql);
     int64_t newer = s_event (fx, "KAFKA:schd", 701, 2);
     mx_clock_advance (fx->clock, 3000);
     snprintf (sql, sizeof sql, "SELECT state = 'SENT' FROM msg_event WHERE event_id = %" PRId64, newer);
-    s_wait (fx, sql);
+    mx_testpg_wait (fx->conn, sql);
     snprintf (sql, sizeof sql, "SELECT state || ' ' || merged_into FROM msg_event WHERE event_id = %" PRId64, failed);
     char expected [64];
     snprintf (expected, sizeof expected, "SENT %" PRId64, newer);
@@ -715,7 +689,7 @@ test_aggregator_failure_backs_off_then_newer_state_or_dead (void **state)
     int64_t later = s_event (fx, "KAFKA:schd", 702, 3);
     mx_clock_advance (fx->clock, 3000);
     snprintf (sql, sizeof sql, "SELECT state = 'SENT' FROM msg_event WHERE event_id = %" PRId64, later);
-    s_wait (fx, sql);
+    mx_testpg_wait (fx->conn, sql);
     s_read_all (fx);
     assert_int_equal (s_count_event (fx, TOPIC_SCHD, failed), 0);
     assert_int_equal (s_count_event (fx, TOPIC_SCHD, newer), 1);

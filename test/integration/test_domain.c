@@ -23,6 +23,7 @@
 #include "mx_pump.h"
 #include "mx_sis.h"
 #include "mx_sis_body.h"
+#include "mx_testactor.h"
 #include "mx_testenv.h"
 #include "mx_tz.h"
 
@@ -134,11 +135,7 @@ static zactor_t *
 s_start (fixture_t *fx, mx_control_args_t *args)
 {
     *args = (mx_control_args_t) { fx->config, fx->clock, s_pipeline, 3, "none", NULL };
-    char *detail = NULL, *error = NULL;
-    zactor_t *control = mx_actor_start (mx_control_actor, args, 10000, &detail, &error);
-    if (!control)
-        fail_msg ("control: %s", error);
-    free (detail);
+    zactor_t *control = mx_testactor_start (mx_control_actor, args, "control", NULL);
     fx->control = control;
     return control;
 }

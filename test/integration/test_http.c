@@ -27,6 +27,7 @@
 #include "mx_http.h"
 #include "mx_migrate.h"
 #include "mx_pg.h"
+#include "mx_testactor.h"
 #include "mx_testenv.h"
 
 //  2024-03-01T12:00:00Z; the fake clock stands 250 ms later.
@@ -119,10 +120,8 @@ s_start (fixture_t *fx)
         fail_msg ("config invalid: %s", (char *) zlist_first (errors));
     zlist_destroy (&errors);
     fx->args = (mx_actor_args_t) { .name = "http", .config = fx->config, .clock = fx->clock };
-    char *detail = NULL, *error = NULL;
-    fx->actor = mx_actor_start (mx_http_actor, &fx->args, 10000, &detail, &error);
-    if (!fx->actor)
-        fail_msg ("http actor did not start: %s", error);
+    char *detail = NULL;
+    fx->actor = mx_testactor_start (mx_http_actor, &fx->args, "http actor", &detail);
     char expected [64];
     snprintf (expected, sizeof expected, "listening on 127.0.0.1:%d", fx->port);
     assert_non_null (strstr (detail, expected));

@@ -18,6 +18,7 @@
 #include "mx_migrate.h"
 #include "mx_pg.h"
 #include "mx_procstate.h"
+#include "mx_testactor.h"
 #include "mx_testenv.h"
 #include "mx_tz.h"
 
@@ -148,14 +149,7 @@ static void
 s_start (fixture_t *fx, char **detail)
 {
     fx->args = (mx_actor_args_t) { "jobs", fx->config, fx->clock, "test", NULL };
-    char *text = NULL, *error = NULL;
-    fx->actor = mx_actor_start (mx_jobs_actor, &fx->args, 10000, &text, &error);
-    if (!fx->actor)
-        fail_msg ("jobs did not start: %s", error);
-    if (detail)
-        *detail = text;
-    else
-        free (text);
+    fx->actor = mx_testactor_start (mx_jobs_actor, &fx->args, "jobs", detail);
 }
 
 //  ---------------------------------------------------------------------

@@ -30,6 +30,7 @@
 #include "mx_metrics_actor.h"
 #include "mx_migrate.h"
 #include "mx_pg.h"
+#include "mx_testactor.h"
 #include "mx_testenv.h"
 
 //  2024-03-01T12:00:00Z: the fake clock's time.
@@ -128,17 +129,9 @@ s_start (fixture_t *fx, bool with_metrics)
     fx->metrics_args.name = "metrics";
     fx->http_args = args;
     fx->http_args.name = "http";
-    char *detail = NULL, *error = NULL;
-    if (with_metrics) {
-        fx->metrics = mx_actor_start (mx_metrics_actor, &fx->metrics_args, 10000, &detail, &error);
-        if (!fx->metrics)
-            fail_msg ("metrics actor did not start: %s", error);
-        free (detail);
-    }
-    fx->http = mx_actor_start (mx_http_actor, &fx->http_args, 10000, &detail, &error);
-    if (!fx->http)
-        fail_msg ("http actor did not start: %s", error);
-    free (detail);
+    if (with_metrics)
+        fx->metrics = mx_testactor_start (mx_metrics_actor, &fx->metrics_args, "metrics actor", NULL);
+    fx->http = mx_testactor_start (mx_http_actor, &fx->http_args, "http actor", NULL);
 }
 
 static void

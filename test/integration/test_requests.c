@@ -24,6 +24,7 @@
 #include "mx_pg.h"
 #include "mx_request.h"
 #include "mx_sis.h"
+#include "mx_testactor.h"
 #include "mx_testenv.h"
 #include "mx_tz.h"
 
@@ -166,29 +167,6 @@ s_exec (fixture_t *fx, const char *sql)
     if (PQresultStatus (res) != PGRES_COMMAND_OK && PQresultStatus (res) != PGRES_TUPLES_OK)
         fail_msg ("%s: %s", sql, PQerrorMessage (fx->conn));
     PQclear (res);
-}
-
-//  Waits for a boolean query to become true, woken by NOTIFYs.
-static void
-s_wait (fixture_t *fx, const char *condition)
-{
-    int64_t deadline = zclock_mono () + WAIT_MS;
-    while (true) {
-        char *value = s_value (fx, condition, 0, NULL);
-        bool done = strcmp (value, "t") == 0;
-        free (value);
-        if (done)
-            return;
-        int64_t left = deadline - zclock_mono ();
-        if (left <= 0)
-            fail_msg ("condition never became true: %s", condition);
-        struct pollfd item = { PQsocket (fx->conn), POLLIN, 0 };
-        poll (&item, 1, (int) left);
-        PQconsumeInput (fx->conn);
-        PGnotify *notify;
-        while ((notify = PQnotifies (fx->conn)))
-            PQfreemem (notify);
-    }
 }
 
 //  The whole row as text, to prove that nothing about it changed.
@@ -681,10 +659,7 @@ static void
 s_start (fixture_t *fx)
 {
     fx->args = (mx_actor_args_t) { .name = "requests", .config = fx->config, .clock = fx->clock };
-    char *error = NULL;
-    fx->actor = mx_actor_start (mx_requests_actor, &fx->args, 10000, NULL, &error);
-    if (!fx->actor)
-        fail_msg ("start: %s", error);
+    fx->actor = mx_testactor_start (mx_requests_actor, &fx->args, "requests", NULL);
 }
 
 //  One admin command; returns the payload (malloc'd), *ok the status.
@@ -764,10 +739,10 @@ test_actor_sends_a_request (void **state)
     //  The upstream takes it: WAITING on the next round.
     s_upstream_took (fx, row.id);
     mx_clock_advance (fx->clock, 5000);
-    s_wait (fx, "SELECT state = 'WAITING' FROM req_track");
+    mx_testpg_wait (fx->conn, "SELECT state = 'WAITING' FROM req_track");
     //  No response within the timeout: EXPIRED.
     mx_clock_advance (fx->clock, TIMEOUT);
-    s_wait (fx, "SELECT state = 'EXPIRED' FROM req_track");
+    mx_testpg_wait (fx->conn, "SELECT state = 'EXPIRED' FROM req_track");
     s_expect (fx, "SELECT last_error FROM req_track", "no response within msgx.requests.timeout");
     assert_int_equal (s_outbound_rows (fx), 1);
 }
@@ -851,7 +826,7 @@ test_crash_between_the_two_writes (void **state)
     assert_int_equal (s_outbound_rows (fx), 1);
     //  Timed from the real send, not from the repair.
     mx_clock_set (fx->clock, T0 + 2000 + TIMEOUT);
-    s_wait (fx, "SELECT state = 'EXPIRED' FROM req_track");
+    mx_testpg_wait (fx->conn, "SELECT state = 'EXPIRED' FROM req_track");
 }
 
 //  A row with the same SEQN from an earlier turn of the counter is not
@@ -896,7 +871,7 @@ test_daily_schedule_request (void **state)
     s_expect (fx, "SELECT count(*) FROM req_track", "0");
 
     mx_clock_advance (fx->clock, MINUTE);
-    s_wait (fx, "SELECT count(*) = 1 AND bool_and (state = 'SENT') FROM req_track");
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 1 AND bool_and (state = 'SENT') FROM req_track");
     //  The coming operation day, 2 January local; not audited (no operator).
     s_expect (fx, "SELECT kind || ' ' || requested_by || ' ' || (window_begin = '2026-01-02 00:00+08')"
                   " || ' ' || (window_end = '2026-01-02 23:59+08') FROM req_track",
@@ -915,8 +890,8 @@ test_daily_schedule_request (void **state)
 
     //  The next day, at 22:00 again: the 3rd.
     mx_clock_set (fx->clock, s_local (fx, 2026, 1, 2, 22, 0, 0));
-    s_wait (fx, "SELECT count(*) = 2 FROM req_track WHERE window_begin = '2026-01-03 00:00+08' OR state = 'EXPIRED'");
-    s_wait (fx, "SELECT count(*) = 1 FROM req_track WHERE state = 'SENT' AND window_begin = '2026-01-03 00:00+08'");
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 2 FROM req_track WHERE window_begin = '2026-01-03 00:00+08' OR state = 'EXPIRED'");
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 1 FROM req_track WHERE state = 'SENT' AND window_begin = '2026-01-03 00:00+08'");
     assert_int_equal (s_outbound_rows (fx), 2);
 }
 

@@ -1,0 +1,74 @@
+/*  mx_delivery - what the dispatcher and the schd-aggregator share: the
+    Kafka producer's life (created at START, replaced when it failed
+    fatally or when reports never come), one batch of outbox events out at
+    a time in slots, its delivery reports, and giving it up when they are
+    overdue (purge first, then a new producer).
+
+    The owner takes the batch from the outbox, hands it over with
+    mx_delivery_send and is called back once every slot is settled: what
+    it acknowledges and when it looks again are its own.
+*/
+#ifndef MX_DELIVERY_H_INCLUDED
+#define MX_DELIVERY_H_INCLUDED
+
+#include "mx_actor.h"
+#include "mx_outbox.h"
+
+typedef enum { MX_SLOT_WAITING, MX_SLOT_ACKED, MX_SLOT_FAILED } mx_slot_state_t;
+
+//  One event of the batch out.
+typedef struct {
+    mx_slot_state_t state;
+    char *reason;               //  why not, when FAILED
+    bool possibly_persisted;    //  a failure after which the brokers may hold it
+} mx_delivery_slot_t;
+
+//  Every slot of the batch is settled (acknowledged or failed; the events
+//  behind a send that failed stay WAITING: never queued). The batch is
+//  freed when this returns.
+typedef void (mx_delivery_settle_fn) (void *owner, const mx_outbox_batch_t *batch,
+                                      const mx_delivery_slot_t *slots);
+
+typedef struct mx_delivery_t mx_delivery_t;
+
+//  actor: the owner's name (logs, Kafka client id); what: "batch" or
+//  "flush" in its log lines.
+mx_delivery_t *mx_delivery_new (const mx_config_t *config, mx_clock_t *clock, const char *actor,
+                                const char *topic, const char *what, mx_delivery_settle_fn *settle,
+                                void *owner);
+void mx_delivery_destroy (mx_delivery_t **self_p);
+
+//  At START: the producer for bootstrap (kept for its replacements).
+//  Returns 0, or -1 with *error (malloc'd).
+int mx_delivery_start (mx_delivery_t *self, const char *bootstrap, char **error);
+
+//  Before a round: a producer that failed fatally cannot keep the order
+//  any more and is replaced. Returns 0, or -1 after reporting to problem.
+int mx_delivery_ready (mx_delivery_t *self, mx_problem_t *problem);
+
+//  True while a batch is out.
+bool mx_delivery_busy (const mx_delivery_t *self);
+
+//  Sends the batch's events in order (taken); a send that fails stops it,
+//  the events behind are not sent either. Settles at once when none went.
+void mx_delivery_send (mx_delivery_t *self, mx_outbox_batch_t *batch);
+
+//  The producer's report descriptor, -1 when there is none.
+int mx_delivery_fd (mx_delivery_t *self);
+
+//  Takes the reports in; settles the batch when all are.
+void mx_delivery_reports (mx_delivery_t *self);
+
+//  The owner's loop watches the producer's reports through this source
+//  (none while there is no producer). Returns how many it added.
+size_t mx_delivery_sources (mx_delivery_t *self, mx_actor_source_t *sources, size_t max);
+
+//  When the batch out is overdue (INT64_MAX: none out).
+int64_t mx_delivery_deadline (const mx_delivery_t *self);
+
+//  When woken: an overdue batch is given up (purged the first time,
+//  reports follow; then the producer is replaced and the silent events
+//  settled as failed). Returns true while a batch is still out.
+bool mx_delivery_check (mx_delivery_t *self);
+
+#endif
