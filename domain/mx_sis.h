@@ -84,6 +84,11 @@ typedef struct {
     //  ignored and the text parsed as UTF-8. true: the bytes as a GB18030
     //  sender wrote them, converted by the declared encoding.
     bool raw_bytes;
+    //  true (the lifecycle): a message whose envelope is valid but whose
+    //  body element is missing ("payload missing") is returned all the
+    //  same, with *status MX_SIS_MALFORMED and *error set, so that its
+    //  identity is bound before it is refused (a duplicate is SKIPPED).
+    bool keep_envelope;
 } mx_sis_options_t;
 
 typedef struct _mx_sis_msg_t mx_sis_msg_t;
@@ -92,7 +97,8 @@ typedef struct _mx_sis_msg_t mx_sis_msg_t;
 //  Returns the message with *status MX_SIS_OK, or NULL with *status
 //  MX_SIS_MALFORMED / MX_SIS_CODEC_ERROR and, if error is not NULL, *error a
 //  malloc'd line saying what and where, e.g.
-//  "META/SEQN 'x12' is not a number (line 5)".
+//  "META/SEQN 'x12' is not a number (line 5)". With keep_envelope, a
+//  missing payload returns the message with *status MX_SIS_MALFORMED.
 mx_sis_msg_t *
     mx_sis_decode (const char *xml, size_t size, const mx_sis_options_t *options,
                    mx_sis_status_t *status, char **error);

@@ -394,6 +394,56 @@ test_failed_head_blocks_everything_behind_it_until_due (void **state)
     zactor_destroy (&fx->control);
 }
 
+//  A FLOP STND; without its <STND> the payload is missing.
+static const char *
+s_stnd (int seqn, bool payload, char *buf, size_t size)
+{
+    snprintf (buf, size,
+        "<MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DTTM>20260101080000</DTTM>"
+        "<TYPE>FLOP</TYPE><STYP>STND</STYP></META><FLOP><FLID>1001</FLID>%s</FLOP></MSG>",
+        seqn, payload ? "<STND>S1</STND>" : "");
+    return buf;
+}
+
+//  The identity binds before "payload missing" counts: a duplicate whose
+//  payload is missing is SKIPPED, and one that is not holds its identity
+//  while it ends DEAD(MALFORMED). batch "1" takes the message-by-message
+//  path, the default the bulk path.
+static void
+s_payload_missing_case (fixture_t *fx, const char *batch)
+{
+    assert_int_equal (mx_config_set (fx->config, "msgx.pipeline.process-batch", batch, NULL), 0);
+    char xml [512];
+    s_insert (fx, 1, s_stnd (1, true, xml, sizeof xml));    //  unknown flight
+    s_insert (fx, 2, s_stnd (1, false, xml, sizeof xml));   //  1 again, payload missing
+    s_insert (fx, 3, s_stnd (3, false, xml, sizeof xml));   //  payload missing
+    s_insert (fx, 4, s_stnd (3, true, xml, sizeof xml));    //  3 again
+    s_start (fx, &fx->args);
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 4 FROM mx_test_order");
+    mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id || ':' || state || ':' || coalesce (error_class, '-')"
+                        " || ':' || coalesce (outcome, '-'), ' ' ORDER BY msg_id) FROM proc_state",
+                      "1:SKIPPED:-:unknown-flight:1001 2:SKIPPED:-:duplicate-of:1 "
+                      "3:DEAD:MALFORMED:- 4:SKIPPED:-:duplicate-of:3");
+    mx_testpg_expect (fx->conn, "SELECT last_error LIKE 'payload missing: FLOP/STND%' FROM proc_state WHERE msg_id = 3",
+                      "t");
+    mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id || '=' || identity_key, ' ' ORDER BY msg_id) FROM identity",
+                      "1=AODB|FLOP|STND|1 3=AODB|FLOP|STND|3");
+    mx_testpg_expect (fx->conn, "SELECT bool_and (has_intent) FROM mx_test_order", "t");
+    zactor_destroy (&fx->control);
+}
+
+static void
+test_duplicate_with_payload_missing_is_skipped_one_by_one (void **state)
+{
+    s_payload_missing_case (*state, "1");
+}
+
+static void
+test_duplicate_with_payload_missing_is_skipped_in_a_batch (void **state)
+{
+    s_payload_missing_case (*state, "100");
+}
+
 static void
 test_compat_row_above_w_waits_for_the_watermark (void **state)
 {
@@ -538,6 +588,8 @@ main (void)
         cmocka_unit_test_setup_teardown (test_unreadable_mailbox_is_a_failure_not_an_empty_batch, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_cutover_forms_and_refusal_on_a_used_instance, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_failed_head_blocks_everything_behind_it_until_due, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_duplicate_with_payload_missing_is_skipped_one_by_one, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_duplicate_with_payload_missing_is_skipped_in_a_batch, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_compat_row_above_w_waits_for_the_watermark, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_replay_moves_exhausted_rows_back_and_they_run_again, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_replay_and_backfill_never_interleave, s_setup, s_teardown),
