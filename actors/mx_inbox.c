@@ -7,6 +7,7 @@
 
 #include "mx_bulk.h"
 #include "mx_mailbox.h"
+#include "mx_metrics.h"
 #include "mx_pg.h"
 #include "mx_procstate.h"
 #include "mx_watermark.h"
@@ -75,6 +76,15 @@ s_failed (char **error, const char *what)
     return -1;
 }
 
+//  A mailbox failure: counted by class, then as s_failed.
+static int
+s_mailbox_failed (mx_inbox_t *self, char **error, const char *what)
+{
+    mx_mailbox_failure_t failure = mx_mailbox_failure (self->mailbox);
+    mx_metrics_add (mx_metrics_ingress_failures (mx_mailbox_failure_name (failure)), 1);
+    return s_failed (error, what);
+}
+
 int
 mx_inbox_round (mx_inbox_t *self, int64_t now, mx_inbox_round_t *round, char **error)
 {
@@ -89,7 +99,7 @@ mx_inbox_round (mx_inbox_t *self, int64_t now, mx_inbox_round_t *round, char **e
     int limit = (int) self->config->pipeline_claim_batch;
     int count = 0;
     if (mx_mailbox_scan (self->mailbox, cursor.w, limit, self->rows, &count, error))
-        return s_failed (error, "mailbox unreadable");
+        return s_mailbox_failed (self, error, "mailbox unreadable");
     for (int i = 0; i < count; i++) {
         self->ids [i] = self->rows [i].id;
         self->received [i] = self->rows [i].received_ms;
@@ -130,7 +140,7 @@ mx_inbox_late_check (mx_inbox_t *self, int64_t now, int *detected, char **messag
         int64_t found [256];
         int count = 0;
         if (mx_mailbox_existing (self->mailbox, from, to, found, 256, &count, error)) {
-            rc = s_failed (error, "mailbox unreadable during the late-arrival check");
+            rc = s_mailbox_failed (self, error, "mailbox unreadable during the late-arrival check");
             break;
         }
         if (mx_released_hole_checked (self->pg, holes [h].id, now, found, (size_t) count, error))
@@ -173,8 +183,8 @@ mx_inbox_cutover (mx_inbox_t *self, const char *value, const char *os_user, int6
     if (strcmp (value, "min") == 0 || strcmp (value, "max") == 0) {
         int64_t min_id = 0, max_id = 0;
         if (mx_mailbox_bounds (self->mailbox, &min_id, &max_id, &error)) {
-            *message = zsys_sprintf ("mailbox unreadable: %s", error);
-            free (error);
+            s_mailbox_failed (self, &error, "mailbox unreadable");
+            *message = error;
             return -1;
         }
         *w = strcmp (value, "min") == 0 ? (min_id > 0 ? min_id - 1 : 0) : max_id;

@@ -12,6 +12,7 @@
 #include <czmq.h>
 #include <jansson.h>
 #include <libpq-fe.h>
+#include <mysql.h>
 #include <poll.h>
 
 #include "mx_actor.h"
@@ -19,6 +20,7 @@
 #include "mx_control.h"
 #include "mx_inbox.h"
 #include "mx_ingress.h"
+#include "mx_metrics.h"
 #include "mx_migrate.h"
 #include "mx_pg.h"
 #include "mx_processor.h"
@@ -261,16 +263,44 @@ test_filled_hole_resets_and_a_new_hole_gets_a_full_window (void **state)
 }
 
 static void
+s_mailbox_sql (fixture_t *fx, const char *sql)
+{
+    MYSQL *conn = mx_testmb_connect (fx->mb);
+    assert_non_null (conn);
+    if (mysql_query (conn, sql))
+        fail_msg ("%s: %s", sql, mysql_error (conn));
+    mysql_close (conn);
+}
+
+static void
 test_unreadable_mailbox_is_a_failure_not_an_empty_batch (void **state)
 {
     fixture_t *fx = *state;
-    assert_int_equal (mx_config_set (fx->config, "mailbox.shared-mysql.port", "1", NULL), 0);
+    mx_metrics_counter_t *connect = mx_metrics_ingress_failures ("connect");
+    mx_metrics_counter_t *query = mx_metrics_ingress_failures ("query");
+    uint64_t connects = mx_metrics_counter_value (connect), queries = mx_metrics_counter_value (query);
+    //  A mailbox the query fails on: counted as query.
+    s_mailbox_sql (fx, "RENAME TABLE CMINMSGS TO CMINMSGS_AWAY");
     mx_inbox_t *inbox = mx_inbox_new (fx->config);
     mx_inbox_round_t round;
     char *error = NULL;
     assert_int_equal (mx_inbox_round (inbox, T0, &round, &error), -1);
     assert_non_null (strstr (error, "mailbox unreadable"));
     free (error);
+    assert_int_equal (mx_metrics_counter_value (query), queries + 1);
+    assert_int_equal (mx_metrics_counter_value (connect), connects);
+    s_mailbox_sql (fx, "RENAME TABLE CMINMSGS_AWAY TO CMINMSGS");
+    assert_int_equal (mx_inbox_round (inbox, T0, &round, &error), 0);
+    mx_inbox_destroy (&inbox);
+
+    //  A mailbox nobody listens for: counted as connect.
+    assert_int_equal (mx_config_set (fx->config, "mailbox.shared-mysql.port", "1", NULL), 0);
+    inbox = mx_inbox_new (fx->config);
+    assert_int_equal (mx_inbox_round (inbox, T0, &round, &error), -1);
+    assert_non_null (strstr (error, "mailbox unreadable"));
+    free (error);
+    assert_int_equal (mx_metrics_counter_value (connect), connects + 1);
+    assert_int_equal (mx_metrics_counter_value (query), queries + 1);
     mx_testpg_expect (fx->conn, "SELECT committed_up_to FROM inbox_cursor", "0");
     mx_inbox_destroy (&inbox);
 }
