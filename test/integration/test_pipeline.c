@@ -232,6 +232,60 @@ test_hole_holds_w_then_only_the_hole_is_released (void **state)
     mx_inbox_destroy (&inbox);
 }
 
+static void s_mailbox_sql (fixture_t *fx, const char *sql);
+
+//  A released hole of 1000 IDs filled late: every ID is found, over
+//  several pages, at most late-detect-ids a round, each counted once.
+static void
+test_late_arrivals_cover_a_hole_wider_than_a_page (void **state)
+{
+    fixture_t *fx = *state;
+    assert_int_equal (mx_config_set (fx->config, "msgx.pipeline.late-detect-ids", "600", NULL), 0);
+    char xml [512];
+    s_insert (fx, 1, s_ldm (1, xml, sizeof xml));
+    s_insert (fx, 1002, s_ldm (1002, xml, sizeof xml));
+    mx_inbox_t *inbox = mx_inbox_new (fx->config);
+    mx_inbox_round_t round;
+    s_round (inbox, T0, &round);
+    s_round (inbox, T0 + DELAY, &round);
+    assert_true (round.released);
+    assert_int_equal (round.released_from, 2);
+    assert_int_equal (round.released_to, 1001);
+    //  The whole hole arrives late, in one statement.
+    size_t size = 64 * 1000 + 128, used = 0;
+    char *sql = malloc (size);
+    used += (size_t) snprintf (sql, size, "INSERT INTO CMINMSGS (CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_STATUS) VALUES ");
+    for (int id = 2; id <= 1001; id++)
+        used += (size_t) snprintf (sql + used, size - used, "%s(%d, '<x/>', 'VALID')", id > 2 ? "," : "", id);
+    s_mailbox_sql (fx, sql);
+    free (sql);
+
+    int64_t now = T0 + DELAY + 1;
+    int detected = 0;
+    char *message = NULL, *error = NULL;
+    //  First round: its bound, 600 IDs (pages of 256, 256, 88).
+    assert_int_equal (mx_inbox_late_check (inbox, now, &detected, &message, &error), 0);
+    assert_int_equal (detected, 600);
+    assert_non_null (strstr (message, "600 in released hole 2..1001 (2,3,"));
+    assert_non_null (strstr (message, "and 580 more)"));
+    free (message);
+    mx_testpg_expect (fx->conn, "SELECT array_length (late_ids, 1) || ' ' || late_ids [600] FROM released_hole", "600 601");
+    //  Second round: the pass goes on where it stopped.
+    assert_int_equal (mx_inbox_late_check (inbox, now + 1, &detected, &message, &error), 0);
+    assert_int_equal (detected, 400);
+    assert_non_null (strstr (message, "400 in released hole 2..1001 (602,603,"));
+    free (message);
+    //  A new pass finds nothing new: each ID counted once.
+    assert_int_equal (mx_inbox_late_check (inbox, now + 2, &detected, &message, &error), 0);
+    assert_int_equal (detected, 0);
+    assert_null (message);
+    mx_testpg_expect (fx->conn, "SELECT array_length (late_ids, 1) || ' ' || late_ids [1] || ' ' || late_ids [1000]"
+                        " || ' ' || (SELECT count (DISTINCT x) FROM unnest (late_ids) x) FROM released_hole",
+                      "1000 2 1001 1000");
+    mx_testpg_expect (fx->conn, "SELECT count(*) FROM proc_state WHERE msg_id BETWEEN 2 AND 1001", "0");
+    mx_inbox_destroy (&inbox);
+}
+
 static void
 test_filled_hole_resets_and_a_new_hole_gets_a_full_window (void **state)
 {
@@ -614,6 +668,7 @@ main (void)
     const struct CMUnitTest tests [] = {
         cmocka_unit_test_setup_teardown (test_repeated_scans_never_duplicate_or_lose, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_hole_holds_w_then_only_the_hole_is_released, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_late_arrivals_cover_a_hole_wider_than_a_page, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_filled_hole_resets_and_a_new_hole_gets_a_full_window, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_unreadable_mailbox_is_a_failure_not_an_empty_batch, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_cutover_forms_and_refusal_on_a_used_instance, s_setup, s_teardown),
