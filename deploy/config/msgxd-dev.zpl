@@ -220,7 +220,9 @@ msgx
         #   mailbox IDs a late-arrival round reads at most, in pages; a released
         #   hole with more goes on where it stopped.
         #   Integer; default 10000; environment MSGX_PIPELINE_LATE_DETECT_IDS.
-        #   (no operating advice recorded for this key)
+        #   Bounds one round's mailbox reads (pages of 256 IDs); every ID of
+        #   every released hole is still covered, a wide one over several
+        #   rounds. Rarely changed.
         late-detect-ids = 10000
 
         #   message TYPEs that end as SKIPPED(ignored:TYPE).
