@@ -1,5 +1,5 @@
 /*  mx_aggregator - the schd-aggregator: KAFKA:schd merged latest-state
-    delivery (SPEC §5, seed §5.2).
+    delivery (SPEC §5).
 
     A flush takes up to msgx.schd.flush-limit FLIDs with PENDING KAFKA:schd
     events, keeps the newest event of each, and sends it to

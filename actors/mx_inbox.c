@@ -5,8 +5,8 @@
 #include <czmq.h>
 #include <inttypes.h>
 
-#include "mx_bulk.h"
 #include "mx_mailbox.h"
+#include "mx_metrics.h"
 #include "mx_pg.h"
 #include "mx_procstate.h"
 #include "mx_watermark.h"
@@ -18,7 +18,27 @@ struct _mx_inbox_t {
     mx_mailbox_row_t *rows;
     int64_t *ids;
     int64_t *received;
+    //  Released holes whose late-arrival pass stopped at the round's
+    //  bound: hole id -> the next ID to read (int64_t). Lost on a restart,
+    //  when those passes start again from the beginning.
+    zhashx_t *passes;
 };
+
+static void
+s_pass_free (void **item)
+{
+    free (*item);
+    *item = NULL;
+}
+
+static void *
+s_pass_dup (const void *item)
+{
+    int64_t *copy = (int64_t *) malloc (sizeof (int64_t));
+    assert (copy);
+    *copy = *(const int64_t *) item;
+    return copy;
+}
 
 mx_inbox_t *
 mx_inbox_new (const mx_config_t *config)
@@ -30,7 +50,9 @@ mx_inbox_new (const mx_config_t *config)
     self->rows = (mx_mailbox_row_t *) calloc (batch, sizeof (mx_mailbox_row_t));
     self->ids = (int64_t *) calloc (batch, sizeof (int64_t));
     self->received = (int64_t *) calloc (batch, sizeof (int64_t));
-    assert (self->mailbox && self->rows && self->ids && self->received);
+    self->passes = zhashx_new ();
+    assert (self->mailbox && self->rows && self->ids && self->received && self->passes);
+    zhashx_set_destructor (self->passes, s_pass_free);
     return self;
 }
 
@@ -45,6 +67,7 @@ mx_inbox_destroy (mx_inbox_t **self_p)
         free (self->rows);
         free (self->ids);
         free (self->received);
+        zhashx_destroy (&self->passes);
         free (self);
         *self_p = NULL;
     }
@@ -75,6 +98,15 @@ s_failed (char **error, const char *what)
     return -1;
 }
 
+//  A mailbox failure: counted by class, then as s_failed.
+static int
+s_mailbox_failed (mx_inbox_t *self, char **error, const char *what)
+{
+    mx_mailbox_failure_t failure = mx_mailbox_failure (self->mailbox);
+    mx_metrics_add (mx_metrics_ingress_failures (mx_mailbox_failure_name (failure)), 1);
+    return s_failed (error, what);
+}
+
 int
 mx_inbox_round (mx_inbox_t *self, int64_t now, mx_inbox_round_t *round, char **error)
 {
@@ -89,7 +121,7 @@ mx_inbox_round (mx_inbox_t *self, int64_t now, mx_inbox_round_t *round, char **e
     int limit = (int) self->config->pipeline_claim_batch;
     int count = 0;
     if (mx_mailbox_scan (self->mailbox, cursor.w, limit, self->rows, &count, error))
-        return s_failed (error, "mailbox unreadable");
+        return s_mailbox_failed (self, error, "mailbox unreadable");
     for (int i = 0; i < count; i++) {
         self->ids [i] = self->rows [i].id;
         self->received [i] = self->rows [i].received_ms;
@@ -111,6 +143,100 @@ mx_inbox_round (mx_inbox_t *self, int64_t now, mx_inbox_round_t *round, char **e
     return 0;
 }
 
+//  IDs one mailbox query of the late-arrival check reads at most.
+#define S_LATE_PAGE 256
+//  IDs of a hole named in the WARN line at most.
+#define S_LATE_NAMED 20
+
+static void
+s_hole_key (const mx_released_hole_t *hole, char *key, size_t size)
+{
+    snprintf (key, size, "%" PRId64, hole->id);
+}
+
+//  Where the hole's pass goes on: where it stopped, or its first ID.
+static int64_t
+s_late_resume (mx_inbox_t *self, const mx_released_hole_t *hole)
+{
+    char key [24];
+    s_hole_key (hole, key, sizeof key);
+    const int64_t *next = (const int64_t *) zhashx_lookup (self->passes, key);
+    return next ? *next : hole->from;
+}
+
+//  next: where the pass goes on, -1 when it is complete.
+static void
+s_late_keep (mx_inbox_t *self, const mx_released_hole_t *hole, int64_t next)
+{
+    char key [24];
+    s_hole_key (hole, key, sizeof key);
+    if (next < 0) {
+        zhashx_delete (self->passes, key);
+        return;
+    }
+    zhashx_update (self->passes, key, s_pass_dup (&next));
+}
+
+//  Keeps only the passes of the holes listed.
+static void
+s_late_prune (mx_inbox_t *self, const mx_released_hole_t *holes, size_t count)
+{
+    zhashx_t *kept = zhashx_new ();
+    zhashx_set_destructor (kept, s_pass_free);
+    zhashx_set_duplicator (kept, s_pass_dup);
+    for (size_t h = 0; h < count; h++) {
+        char key [24];
+        s_hole_key (&holes [h], key, sizeof key);
+        const int64_t *next = (const int64_t *) zhashx_lookup (self->passes, key);
+        if (next)
+            zhashx_insert (kept, key, (void *) next);
+    }
+    zhashx_set_duplicator (kept, NULL);
+    zhashx_destroy (&self->passes);
+    self->passes = kept;
+}
+
+//  One hole's visit: pages from where its pass stopped, within *budget
+//  IDs. found gets what exists (ascending); returns where the pass goes on
+//  next time, or -1 when it reached the end of the hole.
+static int64_t
+s_late_visit (mx_inbox_t *self, const mx_released_hole_t *hole, int64_t from, int64_t *budget,
+              int64_t *found, size_t *count, char **error)
+{
+    *count = 0;
+    while (*budget > 0) {
+        int max = (int) (*budget < S_LATE_PAGE ? *budget : S_LATE_PAGE);
+        int page = 0;
+        if (mx_mailbox_existing (self->mailbox, from, hole->to, found + *count, max, &page, error))
+            return -2;
+        *count += (size_t) page;
+        *budget -= page > 0 ? page : 1;     //  an empty page is a read too
+        if (page < max)
+            return -1;
+        from = found [*count - 1] + 1;
+        if (from > hole->to)
+            return -1;
+    }
+    return from;
+}
+
+//  "N in released hole A..B (ids)" appended to *message.
+static void
+s_late_line (char **message, const mx_released_hole_t *hole, const int64_t *added, size_t count)
+{
+    char ids [S_LATE_NAMED * 24 + 48];
+    size_t used = 0;
+    for (size_t i = 0; i < count && i < S_LATE_NAMED; i++)
+        used += (size_t) snprintf (ids + used, sizeof ids - used, "%s%" PRId64, i ? "," : "", added [i]);
+    if (count > S_LATE_NAMED)
+        snprintf (ids + used, sizeof ids - used, " and %zu more", count - S_LATE_NAMED);
+    char *line = zsys_sprintf ("%s%s%zu in released hole %" PRId64 "..%" PRId64 " (%s)",
+                               *message ? *message : "", *message ? "; " : "",
+                               count, hole->from, hole->to, ids);
+    free (*message);
+    *message = line;
+}
+
 int
 mx_inbox_late_check (mx_inbox_t *self, int64_t now, int *detected, char **message, char **error)
 {
@@ -120,33 +246,39 @@ mx_inbox_late_check (mx_inbox_t *self, int64_t now, int *detected, char **messag
         return -1;
     mx_released_hole_t *holes = NULL;
     size_t hole_count = 0;
+    int64_t limit = self->config->pipeline_late_detect_batch;
     if (mx_released_holes_due (self->pg, now, self->config->pipeline_overdue_backfill,
-                               self->config->pipeline_late_detect_batch, &holes, &hole_count, error))
+                               limit, &holes, &hole_count, error))
         return s_failed (error, "cannot list released holes");
+    //  Every hole due was listed: a pass kept for any other is stale.
+    if ((int64_t) hole_count < limit)
+        s_late_prune (self, holes, hole_count);
+    int64_t budget = self->config->pipeline_late_detect_ids;
+    int64_t *found = (int64_t *) calloc ((size_t) budget + 1, sizeof (int64_t));
+    assert (found);
     int rc = 0;
-    for (size_t h = 0; h < hole_count && rc == 0; h++) {
-        int64_t from = holes [h].from, to = holes [h].to;
-        int known = holes [h].late;
-        int64_t found [256];
-        int count = 0;
-        if (mx_mailbox_existing (self->mailbox, from, to, found, 256, &count, error)) {
-            rc = s_failed (error, "mailbox unreadable during the late-arrival check");
+    for (size_t h = 0; h < hole_count && rc == 0 && budget > 0; h++) {
+        const mx_released_hole_t *hole = &holes [h];
+        size_t count = 0;
+        int64_t next = s_late_visit (self, hole, s_late_resume (self, hole), &budget, found, &count, error);
+        if (next == -2) {
+            rc = s_mailbox_failed (self, error, "mailbox unreadable during the late-arrival check");
             break;
         }
-        if (mx_released_hole_checked (self->pg, holes [h].id, now, found, (size_t) count, error))
+        int64_t *added = NULL;
+        size_t added_count = 0;
+        if (mx_released_hole_checked (self->pg, hole->id, now, found, count, &added, &added_count, error)) {
             rc = s_failed (error, "cannot record a late arrival");
-        else
-        if (count > known) {
-            *detected += count - known;
-            char *closed = mx_bulk_int_array (found, (size_t) count);
-            char *line = zsys_sprintf ("%s%s%d in released hole %" PRId64 "..%" PRId64 " (%s)",
-                                       *message ? *message : "", *message ? "; " : "",
-                                       count - known, from, to, closed);
-            free (closed);
-            free (*message);
-            *message = line;
+            break;
         }
+        s_late_keep (self, hole, next);
+        if (added_count > 0) {
+            *detected += (int) added_count;
+            s_late_line (message, hole, added, added_count);
+        }
+        free (added);
     }
+    free (found);
     free (holes);
     return rc;
 }
@@ -173,8 +305,8 @@ mx_inbox_cutover (mx_inbox_t *self, const char *value, const char *os_user, int6
     if (strcmp (value, "min") == 0 || strcmp (value, "max") == 0) {
         int64_t min_id = 0, max_id = 0;
         if (mx_mailbox_bounds (self->mailbox, &min_id, &max_id, &error)) {
-            *message = zsys_sprintf ("mailbox unreadable: %s", error);
-            free (error);
+            s_mailbox_failed (self, &error, "mailbox unreadable");
+            *message = error;
             return -1;
         }
         *w = strcmp (value, "min") == 0 ? (min_id > 0 ? min_id - 1 : 0) : max_id;

@@ -141,6 +141,9 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
         "(raise max-commit-delay and talk to the mailbox owner).",
     S_ADVICE (pipeline_late_detect_batch) =
         "Rarely changed.",
+    S_ADVICE (pipeline_late_detect_ids) =
+        "Bounds one round's mailbox reads (pages of 256 IDs); every ID of every released hole is "
+        "still covered, a wide one over several rounds. Rarely changed.",
     S_ADVICE (pipeline_ignore_types) =
         "Change only with the integration team: a listed type never reaches Kafka.",
     S_ADVICE (operation_day_zone) =

@@ -1387,6 +1387,7 @@ s_check_pipeline (const mx_config_t *self, zlist_t *problems)
     s_int_range (self, problems, S_IDX (pipeline_delivery_drain_rounds), 1, INT64_MAX);
     s_check_cutover (self, problems);
     s_int_range (self, problems, S_IDX (pipeline_late_detect_batch), 1, INT64_MAX);
+    s_int_range (self, problems, S_IDX (pipeline_late_detect_ids), 1, 10000000);
 }
 
 int

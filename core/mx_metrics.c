@@ -464,6 +464,15 @@ mx_metrics_late_arrival (void)
 }
 
 mx_metrics_counter_t *
+mx_metrics_ingress_failures (const char *failure_class)
+{
+    char labels [64];
+    snprintf (labels, sizeof labels, "class=%s", failure_class ? failure_class : "");
+    return mx_metrics_counter ("msgx_ingress_failures_total",
+                               "Ingress reads of the mailbox that failed, by class (connect, lost, query)", labels);
+}
+
+mx_metrics_counter_t *
 mx_metrics_messages (const char *type, const char *state)
 {
     char labels [128];

@@ -73,6 +73,9 @@ void
 
 mx_metrics_counter_t *mx_metrics_hole_aged_out (void);          //  msgx_pipeline_hole_aged_out_total
 mx_metrics_counter_t *mx_metrics_late_arrival (void);           //  msgx_pipeline_late_arrival_detected_total
+//  msgx_ingress_failures_total{class}: ingress accesses to the mailbox that
+//  failed, by class (connect, lost, query: mx_mailbox_failure_name).
+mx_metrics_counter_t *mx_metrics_ingress_failures (const char *failure_class);
 //  msgx_messages_total{type,state}: state a terminal proc_state state.
 mx_metrics_counter_t *mx_metrics_messages (const char *type, const char *state);
 //  msgx_messages_failed_total{class}: class an error class (INFRA, CODEC_ERROR, ...).

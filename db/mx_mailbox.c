@@ -104,6 +104,7 @@ struct _mx_mailbox_t {
     MYSQL *conn;                        //  NULL = not connected
     MYSQL_STMT *stmts [S_STMT_COUNT];   //  prepared lazily on conn
     unsigned int last_errno;            //  of the last failed call, 0 if none
+    mx_mailbox_failure_t failure;       //  of the last call
 };
 
 static pthread_once_t s_library_once = PTHREAD_ONCE_INIT;
@@ -367,19 +368,23 @@ s_run (mx_mailbox_t *self, s_op_fn *op, void *args, s_policy_t policy, char **er
     for (int attempt = 0; ; attempt++) {
         bool reused = self->conn != NULL;
         self->last_errno = 0;
+        self->failure = MX_MAILBOX_FAILURE_NONE;
         if (reused && policy == S_PING_FIRST && mysql_ping (self->conn)) {
             mx_log_emit (MX_LOG_INFO, S_LOG, NULL,
                          "connection lost (%s); reconnecting", mysql_error (self->conn));
             s_disconnect (self);
             reused = false;
         }
-        if (s_connect (self, error))
+        if (s_connect (self, error)) {
+            self->failure = MX_MAILBOX_FAILURE_CONNECT;
             return -1;
+        }
         char *op_error = NULL;
         int rc = op (self, args, &op_error);
         if (rc >= 0)
             return rc;
         bool lost = s_is_connection_lost (self->last_errno);
+        self->failure = lost ? MX_MAILBOX_FAILURE_LOST : MX_MAILBOX_FAILURE_QUERY;
         //  Whatever failed, the next call starts on a new connection.
         s_disconnect (self);
         if (policy == S_RETRY_ONCE && reused && lost && attempt == 0) {
@@ -1133,4 +1138,21 @@ mx_mailbox_connected (mx_mailbox_t *self)
 {
     assert (self);
     return self->conn != NULL;
+}
+
+mx_mailbox_failure_t
+mx_mailbox_failure (const mx_mailbox_t *self)
+{
+    assert (self);
+    return self->failure;
+}
+
+const char *
+mx_mailbox_failure_name (mx_mailbox_failure_t failure)
+{
+    static const char *names [MX_MAILBOX_FAILURE_COUNT] = {
+        [MX_MAILBOX_FAILURE_NONE] = "none", [MX_MAILBOX_FAILURE_CONNECT] = "connect",
+        [MX_MAILBOX_FAILURE_LOST] = "lost", [MX_MAILBOX_FAILURE_QUERY] = "query"
+    };
+    return failure < MX_MAILBOX_FAILURE_COUNT ? names [failure] : "none";
 }

@@ -107,6 +107,23 @@ int
 bool
     mx_mailbox_connected (mx_mailbox_t *self);
 
+//  Why the last read or write of the mailbox failed (NONE after a success),
+//  for counting failures by class.
+typedef enum {
+    MX_MAILBOX_FAILURE_NONE,
+    MX_MAILBOX_FAILURE_CONNECT,     //  no connection, or its session set-up failed
+    MX_MAILBOX_FAILURE_LOST,        //  the connection broke or timed out during the statement
+    MX_MAILBOX_FAILURE_QUERY,       //  the server refused or failed the statement
+    MX_MAILBOX_FAILURE_COUNT
+} mx_mailbox_failure_t;
+
+mx_mailbox_failure_t
+    mx_mailbox_failure (const mx_mailbox_t *self);
+
+//  "none", "connect", "lost", "query".
+const char *
+    mx_mailbox_failure_name (mx_mailbox_failure_t failure);
+
 //  Raw text of every row with from <= CMINMSGS_ID <= to, ascending, in one
 //  query (the processor's batches). *rows is malloc'd (free each xml, then
 //  the array); a row larger than max_bytes has xml NULL and its real size.

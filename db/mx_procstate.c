@@ -581,18 +581,36 @@ mx_released_holes_due (PGconn *conn, int64_t now_ms, int64_t window_ms, int64_t 
 }
 
 int
-mx_released_hole_checked (PGconn *conn, int64_t id, int64_t now_ms, const int64_t *late, size_t count,
-                          char **error)
+mx_released_hole_checked (PGconn *conn, int64_t id, int64_t now_ms, const int64_t *found, size_t count,
+                          int64_t **added, size_t *added_count, char **error)
 {
+    *added = NULL;
+    *added_count = 0;
     char id_text [MX_PG_INT64_BUFSIZE], now_text [MX_PG_INT64_BUFSIZE];
-    char *array = count ? mx_bulk_int_array (late, count) : NULL;
+    char *array = count ? mx_bulk_int_array (found, count) : NULL;
     const char *params [] = { mx_pg_int64_text (id, id_text), mx_pg_int64_text (now_ms, now_text), array };
+    PGresult *res = NULL;
+    //  Set operations, not a search of the array per ID: a hole the
+    //  upstream filled late may hold many.
     int rc = mx_pg_exec (conn,
-            "UPDATE released_hole SET last_checked_at = to_timestamp ($2::bigint / 1000.0),"
-            " late_ids = coalesce ($3::bigint[], late_ids),"
-            " late_detected_at = CASE WHEN $3::bigint[] IS NOT NULL"
-            "   THEN coalesce (late_detected_at, to_timestamp ($2::bigint / 1000.0)) ELSE late_detected_at END"
-            " WHERE id = $1::bigint", 3, params, NULL, error);
+            "WITH hole AS (SELECT id, coalesce (late_ids, '{}') AS known FROM released_hole WHERE id = $1::bigint),"
+            " added AS (SELECT unnest (coalesce ($3::bigint[], '{}')) AS late EXCEPT SELECT unnest (known) FROM hole),"
+            " checked AS (UPDATE released_hole r SET last_checked_at = to_timestamp ($2::bigint / 1000.0),"
+            "   late_ids = CASE WHEN EXISTS (SELECT 1 FROM added)"
+            "     THEN ARRAY (SELECT unnest (h.known) UNION SELECT late FROM added ORDER BY 1) ELSE r.late_ids END,"
+            "   late_detected_at = CASE WHEN EXISTS (SELECT 1 FROM added)"
+            "     THEN coalesce (r.late_detected_at, to_timestamp ($2::bigint / 1000.0)) ELSE r.late_detected_at END"
+            "   FROM hole h WHERE r.id = h.id RETURNING r.id)"
+            " SELECT late FROM added ORDER BY late", 3, params, &res, error);
     free (array);
-    return rc;
+    if (rc)
+        return -1;
+    size_t rows = (size_t) PQntuples (res);
+    *added = (int64_t *) calloc (rows + 1, sizeof (int64_t));
+    assert (*added);
+    for (size_t row = 0; row < rows; row++)
+        (*added) [row] = mx_pg_get_int64 (res, (int) row, 0);
+    *added_count = rows;
+    PQclear (res);
+    return 0;
 }

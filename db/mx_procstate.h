@@ -8,7 +8,7 @@
 
     Lifecycle writes are guarded by the state they expect (WHERE state IN
     ('PENDING','FAILED')), and every terminal write sets the backfill intent
-    in the same statement (SPEC §3.3, seed §3.3 table 1).
+    in the same statement (SPEC §3.3).
 */
 #ifndef MX_PROCSTATE_H_INCLUDED
 #define MX_PROCSTATE_H_INCLUDED
@@ -55,10 +55,12 @@ typedef struct {
 int mx_released_holes_due (PGconn *conn, int64_t now_ms, int64_t window_ms, int64_t limit,
                            mx_released_hole_t **holes, size_t *count, char **error);
 
-//  A hole checked at now: the late arrivals found (none: count 0) are
-//  recorded, with the time of the first detection.
-int mx_released_hole_checked (PGconn *conn, int64_t id, int64_t now_ms, const int64_t *late,
-                              size_t count, char **error);
+//  A hole visited at now: the IDs found in it (any part of it, none:
+//  count 0) are added to its late arrivals, each once, with the time of
+//  the first detection. *added (malloc'd, ascending) and *added_count get
+//  the IDs that were not recorded before.
+int mx_released_hole_checked (PGconn *conn, int64_t id, int64_t now_ms, const int64_t *found,
+                              size_t count, int64_t **added, size_t *added_count, char **error);
 
 //  Compat entry: a PENDING row with source 'compat'; nothing if it exists.
 int mx_procstate_insert_compat (PGconn *conn, int64_t msg_id, int64_t received_ms,

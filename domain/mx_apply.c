@@ -138,25 +138,29 @@ mx_apply_decode (const mx_apply_rules_t *rules, mx_apply_msg_t *self, bool prese
         free (text);
         return;
     }
+    //  The envelope is kept when the payload is missing: the identity is
+    //  bound before that refusal counts, so a duplicate ends SKIPPED.
     mx_sis_options_t options = {
         .zone = rules->zone, .max_bytes = rules->max_bytes,
         .ignore_types = rules->ignore_types, .ignore_count = rules->ignore_count,
-        .limits = rules->limits
+        .limits = rules->limits, .keep_envelope = true
     };
     mx_sis_status_t status;
     char *error = NULL;
     self->msg = mx_sis_decode (xml, size, &options, &status, &error);
-    if (!self->msg) {
-        if (status == MX_SIS_MALFORMED)
-            mx_outcome_set (&self->outcome, MX_STATE_DEAD, MX_ERR_MALFORMED, error, NULL);
-        else
-            mx_outcome_set (&self->outcome, MX_STATE_FAILED, MX_ERR_CODEC_ERROR, error, NULL);
-        free (error);
+    if (status == MX_SIS_MALFORMED)
+        mx_outcome_set (&self->outcome, MX_STATE_DEAD, MX_ERR_MALFORMED, error, NULL);
+    else
+    if (status != MX_SIS_OK)
+        mx_outcome_set (&self->outcome, MX_STATE_FAILED, MX_ERR_CODEC_ERROR, error, NULL);
+    free (error);
+    if (!self->msg)
         return;
-    }
     const mx_sis_meta_t *meta = mx_sis_meta (self->msg);
     self->kind = mx_sis_kind (self->msg);
     mx_sis_identity (meta, rules->identity_include_day, self->key, sizeof self->key);
+    if (self->outcome.decided)
+        return;
     if (s_ignored (rules, meta->type)) {
         char detail [32];
         snprintf (detail, sizeof detail, "ignored:%s", meta->type);

@@ -92,7 +92,9 @@ bool mx_apply_entry (const mx_apply_rules_t *rules, mx_apply_msg_t *self, mx_sta
 
 //  The raw text (present false: no mailbox row; xml NULL with size: over
 //  the size limit) into the envelope, identity key, plan and body, or into
-//  the outcome that settles it.
+//  the outcome that settles it. A missing payload (DEAD(MALFORMED)) keeps
+//  the envelope and key: the identity is bound before it, and a duplicate
+//  ends SKIPPED (mx_apply_identity).
 void mx_apply_decode (const mx_apply_rules_t *rules, mx_apply_msg_t *self, bool present,
                       const char *xml, size_t size);
 

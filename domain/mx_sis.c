@@ -889,6 +889,8 @@ mx_sis_decode (const char *xml, size_t size, const mx_sis_options_t *options,
         self->kind = s_kind_of (&self->meta);
         bool check = !s_is_ignored (options, self->meta.type);
         rc = s_find_body (self, root, check, status, error);
+        if (rc == -1 && options->keep_envelope)
+            return self;                //  payload missing, the envelope good
     }
     if (rc == -1) {
         mx_sis_destroy (&self);

@@ -94,6 +94,11 @@ typedef struct {
     //  Shape bounds (msgx.codec.max-attributes, ...; mx_sis_limits); a
     //  member left 0 takes the key's default.
     mx_xml_shape_t limits;
+    //  true (the lifecycle): a message whose envelope is valid but whose
+    //  body element is missing ("payload missing") is returned all the
+    //  same, with *status MX_SIS_MALFORMED and *error set, so that its
+    //  identity is bound before it is refused (a duplicate is SKIPPED).
+    bool keep_envelope;
 } mx_sis_options_t;
 
 //  The shape bounds configured in config (msgx.codec.*).
@@ -106,7 +111,8 @@ typedef struct _mx_sis_msg_t mx_sis_msg_t;
 //  Returns the message with *status MX_SIS_OK, or NULL with *status
 //  MX_SIS_MALFORMED / MX_SIS_CODEC_ERROR and, if error is not NULL, *error a
 //  malloc'd line saying what and where, e.g.
-//  "META/SEQN 'x12' is not a number (line 5)".
+//  "META/SEQN 'x12' is not a number (line 5)". With keep_envelope, a
+//  missing payload returns the message with *status MX_SIS_MALFORMED.
 mx_sis_msg_t *
     mx_sis_decode (const char *xml, size_t size, const mx_sis_options_t *options,
                    mx_sis_status_t *status, char **error);

@@ -224,6 +224,14 @@ msgx
         #   Rarely changed.
         late-detect-batch = 100
 
+        #   mailbox IDs a late-arrival round reads at most, in pages; a released
+        #   hole with more goes on where it stopped.
+        #   Integer; default 10000; environment MSGX_PIPELINE_LATE_DETECT_IDS.
+        #   Bounds one round's mailbox reads (pages of 256 IDs); every ID of
+        #   every released hole is still covered, a wide one over several
+        #   rounds. Rarely changed.
+        late-detect-ids = 10000
+
         #   message TYPEs that end as SKIPPED(ignored:TYPE).
         #   Comma-separated words; default LDM,REGN,RSTA,EROR; environment
         #   MSGX_PIPELINE_IGNORE_TYPES.

@@ -1,4 +1,4 @@
-/*  Integration tests of the processed marks (SPEC §6.1, seed §8): the
+/*  Integration tests of the processed marks (SPEC §6.1): the
     backfill actor driven through its pipe with the injected clock, against
     real PostgreSQL and MariaDB.
 

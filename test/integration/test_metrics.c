@@ -206,6 +206,9 @@ test_values_match_the_database (void **state)
     s_expect_sample (body, "msgx_outbox_pending{target=\"KAFKA:schd\"}", "0");
     s_expect_sample (body, "msgx_outbox_dead{target=\"KAFKA:schd\"}", "1");
     s_expect_sample (body, "msgx_pipeline_hole_aged_out_total", "0");
+    s_expect_sample (body, "msgx_ingress_failures_total{class=\"connect\"}", "0");
+    s_expect_sample (body, "msgx_ingress_failures_total{class=\"lost\"}", "0");
+    s_expect_sample (body, "msgx_ingress_failures_total{class=\"query\"}", "0");
     s_expect_sample (body, "msgx_events_pending", "2");
     s_expect_sample (body, "msgx_events_delivery_lag_seconds{target=\"KAFKA:msg\"}", "90");
     s_expect_sample (body, "msgx_events_delivery_lag_seconds{target=\"KAFKA:schd\"}", "0");

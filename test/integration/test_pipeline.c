@@ -1,4 +1,4 @@
-/*  Integration tests of the inbound lifecycle (SPEC §3, seed §8) on real
+/*  Integration tests of the inbound lifecycle (SPEC §3) on real
     PostgreSQL and MariaDB, with the injected clock.
 
     Waiting is on database events: the test database gets a trigger that
@@ -12,6 +12,7 @@
 #include <czmq.h>
 #include <jansson.h>
 #include <libpq-fe.h>
+#include <mysql.h>
 #include <poll.h>
 
 #include "mx_actor.h"
@@ -19,6 +20,7 @@
 #include "mx_control.h"
 #include "mx_inbox.h"
 #include "mx_ingress.h"
+#include "mx_metrics.h"
 #include "mx_migrate.h"
 #include "mx_pg.h"
 #include "mx_processor.h"
@@ -230,6 +232,60 @@ test_hole_holds_w_then_only_the_hole_is_released (void **state)
     mx_inbox_destroy (&inbox);
 }
 
+static void s_mailbox_sql (fixture_t *fx, const char *sql);
+
+//  A released hole of 1000 IDs filled late: every ID is found, over
+//  several pages, at most late-detect-ids a round, each counted once.
+static void
+test_late_arrivals_cover_a_hole_wider_than_a_page (void **state)
+{
+    fixture_t *fx = *state;
+    assert_int_equal (mx_config_set (fx->config, "msgx.pipeline.late-detect-ids", "600", NULL), 0);
+    char xml [512];
+    s_insert (fx, 1, s_ldm (1, xml, sizeof xml));
+    s_insert (fx, 1002, s_ldm (1002, xml, sizeof xml));
+    mx_inbox_t *inbox = mx_inbox_new (fx->config);
+    mx_inbox_round_t round;
+    s_round (inbox, T0, &round);
+    s_round (inbox, T0 + DELAY, &round);
+    assert_true (round.released);
+    assert_int_equal (round.released_from, 2);
+    assert_int_equal (round.released_to, 1001);
+    //  The whole hole arrives late, in one statement.
+    size_t size = 64 * 1000 + 128, used = 0;
+    char *sql = malloc (size);
+    used += (size_t) snprintf (sql, size, "INSERT INTO CMINMSGS (CMINMSGS_ID, CMINMSGS_CLOB_MSG, CMINMSGS_STATUS) VALUES ");
+    for (int id = 2; id <= 1001; id++)
+        used += (size_t) snprintf (sql + used, size - used, "%s(%d, '<x/>', 'VALID')", id > 2 ? "," : "", id);
+    s_mailbox_sql (fx, sql);
+    free (sql);
+
+    int64_t now = T0 + DELAY + 1;
+    int detected = 0;
+    char *message = NULL, *error = NULL;
+    //  First round: its bound, 600 IDs (pages of 256, 256, 88).
+    assert_int_equal (mx_inbox_late_check (inbox, now, &detected, &message, &error), 0);
+    assert_int_equal (detected, 600);
+    assert_non_null (strstr (message, "600 in released hole 2..1001 (2,3,"));
+    assert_non_null (strstr (message, "and 580 more)"));
+    free (message);
+    mx_testpg_expect (fx->conn, "SELECT array_length (late_ids, 1) || ' ' || late_ids [600] FROM released_hole", "600 601");
+    //  Second round: the pass goes on where it stopped.
+    assert_int_equal (mx_inbox_late_check (inbox, now + 1, &detected, &message, &error), 0);
+    assert_int_equal (detected, 400);
+    assert_non_null (strstr (message, "400 in released hole 2..1001 (602,603,"));
+    free (message);
+    //  A new pass finds nothing new: each ID counted once.
+    assert_int_equal (mx_inbox_late_check (inbox, now + 2, &detected, &message, &error), 0);
+    assert_int_equal (detected, 0);
+    assert_null (message);
+    mx_testpg_expect (fx->conn, "SELECT array_length (late_ids, 1) || ' ' || late_ids [1] || ' ' || late_ids [1000]"
+                        " || ' ' || (SELECT count (DISTINCT x) FROM unnest (late_ids) x) FROM released_hole",
+                      "1000 2 1001 1000");
+    mx_testpg_expect (fx->conn, "SELECT count(*) FROM proc_state WHERE msg_id BETWEEN 2 AND 1001", "0");
+    mx_inbox_destroy (&inbox);
+}
+
 static void
 test_filled_hole_resets_and_a_new_hole_gets_a_full_window (void **state)
 {
@@ -261,16 +317,44 @@ test_filled_hole_resets_and_a_new_hole_gets_a_full_window (void **state)
 }
 
 static void
+s_mailbox_sql (fixture_t *fx, const char *sql)
+{
+    MYSQL *conn = mx_testmb_connect (fx->mb);
+    assert_non_null (conn);
+    if (mysql_query (conn, sql))
+        fail_msg ("%s: %s", sql, mysql_error (conn));
+    mysql_close (conn);
+}
+
+static void
 test_unreadable_mailbox_is_a_failure_not_an_empty_batch (void **state)
 {
     fixture_t *fx = *state;
-    assert_int_equal (mx_config_set (fx->config, "mailbox.shared-mysql.port", "1", NULL), 0);
+    mx_metrics_counter_t *connect = mx_metrics_ingress_failures ("connect");
+    mx_metrics_counter_t *query = mx_metrics_ingress_failures ("query");
+    uint64_t connects = mx_metrics_counter_value (connect), queries = mx_metrics_counter_value (query);
+    //  A mailbox the query fails on: counted as query.
+    s_mailbox_sql (fx, "RENAME TABLE CMINMSGS TO CMINMSGS_AWAY");
     mx_inbox_t *inbox = mx_inbox_new (fx->config);
     mx_inbox_round_t round;
     char *error = NULL;
     assert_int_equal (mx_inbox_round (inbox, T0, &round, &error), -1);
     assert_non_null (strstr (error, "mailbox unreadable"));
     free (error);
+    assert_int_equal (mx_metrics_counter_value (query), queries + 1);
+    assert_int_equal (mx_metrics_counter_value (connect), connects);
+    s_mailbox_sql (fx, "RENAME TABLE CMINMSGS_AWAY TO CMINMSGS");
+    assert_int_equal (mx_inbox_round (inbox, T0, &round, &error), 0);
+    mx_inbox_destroy (&inbox);
+
+    //  A mailbox nobody listens for: counted as connect.
+    assert_int_equal (mx_config_set (fx->config, "mailbox.shared-mysql.port", "1", NULL), 0);
+    inbox = mx_inbox_new (fx->config);
+    assert_int_equal (mx_inbox_round (inbox, T0, &round, &error), -1);
+    assert_non_null (strstr (error, "mailbox unreadable"));
+    free (error);
+    assert_int_equal (mx_metrics_counter_value (connect), connects + 1);
+    assert_int_equal (mx_metrics_counter_value (query), queries + 1);
     mx_testpg_expect (fx->conn, "SELECT committed_up_to FROM inbox_cursor", "0");
     mx_inbox_destroy (&inbox);
 }
@@ -392,6 +476,56 @@ test_failed_head_blocks_everything_behind_it_until_due (void **state)
     mx_testpg_expect (fx->conn, "SELECT msg_id FROM identity WHERE identity_key = 'AODB|SCHS|DNLD|1'", "1");
     mx_testpg_expect (fx->conn, "SELECT count(*) FROM identity", "2");
     zactor_destroy (&fx->control);
+}
+
+//  A FLOP STND; without its <STND> the payload is missing.
+static const char *
+s_stnd (int seqn, bool payload, char *buf, size_t size)
+{
+    snprintf (buf, size,
+        "<MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DTTM>20260101080000</DTTM>"
+        "<TYPE>FLOP</TYPE><STYP>STND</STYP></META><FLOP><FLID>1001</FLID>%s</FLOP></MSG>",
+        seqn, payload ? "<STND>S1</STND>" : "");
+    return buf;
+}
+
+//  The identity binds before "payload missing" counts: a duplicate whose
+//  payload is missing is SKIPPED, and one that is not holds its identity
+//  while it ends DEAD(MALFORMED). batch "1" takes the message-by-message
+//  path, the default the bulk path.
+static void
+s_payload_missing_case (fixture_t *fx, const char *batch)
+{
+    assert_int_equal (mx_config_set (fx->config, "msgx.pipeline.process-batch", batch, NULL), 0);
+    char xml [512];
+    s_insert (fx, 1, s_stnd (1, true, xml, sizeof xml));    //  unknown flight
+    s_insert (fx, 2, s_stnd (1, false, xml, sizeof xml));   //  1 again, payload missing
+    s_insert (fx, 3, s_stnd (3, false, xml, sizeof xml));   //  payload missing
+    s_insert (fx, 4, s_stnd (3, true, xml, sizeof xml));    //  3 again
+    s_start (fx, &fx->args);
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 4 FROM mx_test_order");
+    mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id || ':' || state || ':' || coalesce (error_class, '-')"
+                        " || ':' || coalesce (outcome, '-'), ' ' ORDER BY msg_id) FROM proc_state",
+                      "1:SKIPPED:-:unknown-flight:1001 2:SKIPPED:-:duplicate-of:1 "
+                      "3:DEAD:MALFORMED:- 4:SKIPPED:-:duplicate-of:3");
+    mx_testpg_expect (fx->conn, "SELECT last_error LIKE 'payload missing: FLOP/STND%' FROM proc_state WHERE msg_id = 3",
+                      "t");
+    mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id || '=' || identity_key, ' ' ORDER BY msg_id) FROM identity",
+                      "1=AODB|FLOP|STND|1 3=AODB|FLOP|STND|3");
+    mx_testpg_expect (fx->conn, "SELECT bool_and (has_intent) FROM mx_test_order", "t");
+    zactor_destroy (&fx->control);
+}
+
+static void
+test_duplicate_with_payload_missing_is_skipped_one_by_one (void **state)
+{
+    s_payload_missing_case (*state, "1");
+}
+
+static void
+test_duplicate_with_payload_missing_is_skipped_in_a_batch (void **state)
+{
+    s_payload_missing_case (*state, "100");
 }
 
 static void
@@ -534,10 +668,13 @@ main (void)
     const struct CMUnitTest tests [] = {
         cmocka_unit_test_setup_teardown (test_repeated_scans_never_duplicate_or_lose, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_hole_holds_w_then_only_the_hole_is_released, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_late_arrivals_cover_a_hole_wider_than_a_page, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_filled_hole_resets_and_a_new_hole_gets_a_full_window, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_unreadable_mailbox_is_a_failure_not_an_empty_batch, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_cutover_forms_and_refusal_on_a_used_instance, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_failed_head_blocks_everything_behind_it_until_due, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_duplicate_with_payload_missing_is_skipped_one_by_one, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_duplicate_with_payload_missing_is_skipped_in_a_batch, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_compat_row_above_w_waits_for_the_watermark, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_replay_moves_exhausted_rows_back_and_they_run_again, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_replay_and_backfill_never_interleave, s_setup, s_teardown),

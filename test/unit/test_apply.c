@@ -1,7 +1,8 @@
 /*  Unit tests: the lifecycle rules of domain/mx_apply without any database:
-    entry guard, raw text, envelope, ignored types, duplicates, unsupported
-    kinds, FLOP/FDEL onto known, unknown and deleted flights, schedules
-    (counts, scope, cross-day), SCHD DEL and schedule responses.  */
+    entry guard, raw text, envelope, ignored types, duplicates (also of a
+    message whose payload is missing), unsupported kinds, FLOP/FDEL onto
+    known, unknown and deleted flights, schedules (counts, scope,
+    cross-day), SCHD DEL and schedule responses.  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -175,6 +176,47 @@ test_ignored_duplicate_unsupported (void **state)
 }
 
 static void
+test_payload_missing_after_the_identity (void **state)
+{
+    (void) state;
+    mx_apply_msg_t m;
+    //  Payload missing is DEAD(MALFORMED), yet the envelope and its
+    //  identity are kept: the identity binds first.
+    s_decode (&m, 8, "FLOP", "TOBT", "<FLOP><FLID>1001</FLID></FLOP>");
+    s_expect (&m, MX_STATE_DEAD, MX_ERR_MALFORMED, NULL);
+    assert_non_null (strstr (m.outcome.text, "payload missing: FLOP/TOBT"));
+    assert_non_null (m.msg);
+    assert_string_equal (m.key, "AODB|FLOP|TOBT|8");
+    assert_int_equal (mx_apply_flight_count (&m), 0);
+    //  Its own identity: it stays DEAD(MALFORMED) and holds the key.
+    assert_false (mx_apply_identity (&m, 8));
+    assert_true (m.holds_key);
+    s_expect (&m, MX_STATE_DEAD, MX_ERR_MALFORMED, NULL);
+    //  Held by an earlier message: a duplicate, SKIPPED.
+    assert_true (mx_apply_identity (&m, 2));
+    s_expect (&m, MX_STATE_SKIPPED, MX_ERR_NONE, "duplicate-of:2");
+    assert_null (m.outcome.text);
+    mx_apply_msg_reset (&m);
+
+    //  Every kind's missing body alike.
+    s_decode (&m, 9, "SCHD", "DNLD", "");
+    s_expect (&m, MX_STATE_DEAD, MX_ERR_MALFORMED, NULL);
+    assert_non_null (strstr (m.outcome.text, "no <SCHD> in MSG"));
+    assert_true (mx_apply_identity (&m, 4));
+    s_expect (&m, MX_STATE_SKIPPED, MX_ERR_NONE, "duplicate-of:4");
+    mx_apply_msg_reset (&m);
+
+    //  A broken envelope has no identity to bind.
+    const char *broken = "<MSG><META><SNDR>AODB</SNDR></META><FLOP/></MSG>";
+    mx_apply_rules_t rules = s_rules ();
+    memset (&m, 0, sizeof m);
+    mx_apply_decode (&rules, &m, true, broken, strlen (broken));
+    s_expect (&m, MX_STATE_DEAD, MX_ERR_MALFORMED, NULL);
+    assert_null (m.msg);
+    mx_apply_msg_reset (&m);
+}
+
+static void
 test_flop (void **state)
 {
     (void) state;
@@ -309,6 +351,7 @@ main (void)
     const struct CMUnitTest tests [] = {
         cmocka_unit_test (test_entry_and_raw),
         cmocka_unit_test (test_ignored_duplicate_unsupported),
+        cmocka_unit_test (test_payload_missing_after_the_identity),
         cmocka_unit_test (test_flop),
         cmocka_unit_test (test_schedule),
         cmocka_unit_test (test_schedule_response),

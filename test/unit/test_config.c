@@ -402,6 +402,7 @@ test_validation_rules (void **state)
         { "msgx.pipeline.delivery-batch",       "0",        "at least 1" },
         { "msgx.pipeline.delivery-drain-rounds", "0",       "at least 1" },
         { "msgx.pipeline.late-detect-batch",    "0",        "at least 1" },
+        { "msgx.pipeline.late-detect-ids",      "0",        "between 1 and" },
         { "msgx.pipeline.cutover-watermark",    "latest",   "min, zero, max" },
         { "msgx.pipeline.cutover-watermark",    "0",        "positive mailbox ID" },
         { "msgx.pipeline.cutover-watermark",    "-5",       "positive mailbox ID" },
