@@ -230,17 +230,13 @@ mx_delivery_check (mx_delivery_t *self)
 mx_metrics_counter_t *
 mx_delivery_events_sent (const char *target)
 {
-    char labels [64];
-    snprintf (labels, sizeof labels, "target=%s", target ? target : "");
-    return mx_metrics_counter ("msgx_events_sent_total",
-                               "Outbox events acknowledged by their target", labels);
+    return mx_metrics_counter_by ("msgx_events_sent_total", "Outbox events acknowledged by their target",
+                                  "target", target);
 }
 
 mx_metrics_counter_t *
 mx_delivery_events_failed (const char *target)
 {
-    char labels [64];
-    snprintf (labels, sizeof labels, "target=%s", target ? target : "");
-    return mx_metrics_counter ("msgx_events_failed_total",
-                               "Outbox event delivery attempts that failed", labels);
+    return mx_metrics_counter_by ("msgx_events_failed_total", "Outbox event delivery attempts that failed",
+                                  "target", target);
 }

@@ -1140,19 +1140,16 @@ mx_processor_messages (const char *type, const char *state)
 mx_metrics_counter_t *
 mx_processor_messages_failed (const char *error_class)
 {
-    char labels [64];
-    snprintf (labels, sizeof labels, "class=%s", error_class ? error_class : "");
-    return mx_metrics_counter ("msgx_messages_failed_total",
-                               "Failed processing attempts, by error class", labels);
+    return mx_metrics_counter_by ("msgx_messages_failed_total", "Failed processing attempts, by error class",
+                                  "class", error_class);
 }
 
 mx_metrics_counter_t *
 mx_processor_messages_dead (const char *error_class)
 {
-    char labels [64];
-    snprintf (labels, sizeof labels, "class=%s", error_class ? error_class : "");
-    return mx_metrics_counter ("msgx_messages_dead_total",
-                               "Messages that ended DEAD, by the error class they ended with", labels);
+    return mx_metrics_counter_by ("msgx_messages_dead_total",
+                                  "Messages that ended DEAD, by the error class they ended with",
+                                  "class", error_class);
 }
 
 mx_metrics_histogram_t *

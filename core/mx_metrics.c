@@ -198,6 +198,14 @@ mx_metrics_counter (const char *name, const char *help, const char *labels)
     return (mx_metrics_counter_t *) series;
 }
 
+mx_metrics_counter_t *
+mx_metrics_counter_by (const char *name, const char *help, const char *key, const char *value)
+{
+    char labels [128];
+    snprintf (labels, sizeof labels, "%s=%s", key, value ? value : "");
+    return mx_metrics_counter (name, help, labels);
+}
+
 mx_metrics_gauge_t *
 mx_metrics_gauge (const char *name, const char *help, const char *labels)
 {

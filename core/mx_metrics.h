@@ -30,6 +30,10 @@ typedef struct _mx_metrics_histogram_t mx_metrics_histogram_t;
 mx_metrics_counter_t *
     mx_metrics_counter (const char *name, const char *help, const char *labels);
 
+//  The same with one label, key=value (value NULL: empty).
+mx_metrics_counter_t *
+    mx_metrics_counter_by (const char *name, const char *help, const char *key, const char *value);
+
 mx_metrics_gauge_t *
     mx_metrics_gauge (const char *name, const char *help, const char *labels);
 
