@@ -51,6 +51,12 @@ extern const size_t mx_pipeline_actor_count;
 //  and tells them the role and pause state (ROLE).
 bool mx_actor_is_service (const mx_actor_def_t *def);
 
+//  Registers the metrics the actors count (their label-less ones, and the
+//  event counters of both Kafka targets), each declared by its owner, so
+//  a scrape shows them from the start, on every instance; and sets the
+//  gauge msgx_build_info{version,commit} to 1.
+void mx_actors_register_metrics (void);
+
 //  Start a child: zactor_new, then START, waiting up to timeout_ms for the
 //  reply. Returns the actor, or NULL with *error set (malloc'd line).
 //  *detail receives the START_OK text (malloc'd) when not NULL.

@@ -4,14 +4,19 @@
 #include "mx_actor.h"
 #include "mx_aggregator.h"
 #include "mx_backfill_actor.h"
+#include "mx_delivery.h"
 #include "mx_dispatcher.h"
 #include "mx_http.h"
+#include "mx_inbox.h"
 #include "mx_ingress.h"
 #include "mx_jobs_actor.h"
+#include "mx_log.h"
+#include "mx_mailbox.h"
 #include "mx_metrics_actor.h"
 #include "mx_processor.h"
 #include "mx_pump.h"
 #include "mx_requests_actor.h"
+#include "mx_version.h"
 
 const mx_actor_def_t mx_pipeline_actors [] = {
     //  Services: /health and /metrics answer on every instance.
@@ -33,4 +38,24 @@ bool
 mx_actor_is_service (const mx_actor_def_t *def)
 {
     return def->fn == mx_metrics_actor || def->fn == mx_http_actor;
+}
+
+void
+mx_actors_register_metrics (void)
+{
+    //  Always 1: the version and commit ride in the labels, so a dashboard
+    //  can tell which build each instance runs.
+    mx_metrics_gauge_set (mx_metrics_gauge ("msgx_build_info", "Version and git commit of this msgxd",
+                                            "version=" MX_VERSION ",commit=" MX_COMMIT), 1);
+    mx_ingress_hole_aged_out ();
+    mx_ingress_late_arrival ();
+    for (int failure = MX_MAILBOX_FAILURE_CONNECT; failure < MX_MAILBOX_FAILURE_COUNT; failure++)
+        mx_inbox_failures (mx_mailbox_failure_name ((mx_mailbox_failure_t) failure));
+    mx_delivery_events_sent ("KAFKA:msg");
+    mx_delivery_events_sent ("KAFKA:schd");
+    mx_delivery_events_failed ("KAFKA:msg");
+    mx_delivery_events_failed ("KAFKA:schd");
+    mx_processor_batch_size ();
+    mx_processor_seconds ();
+    mx_log_dropped_metric ();
 }

@@ -219,8 +219,8 @@ mx_aggregator_actor (zsock_t *pipe, void *args)
     self->args = (const mx_actor_args_t *) args;
     self->config = self->args->config;
     self->problem.actor = ACTOR;
-    self->sent_total = mx_metrics_events_sent ("KAFKA:schd");
-    self->failed_total = mx_metrics_events_failed ("KAFKA:schd");
+    self->sent_total = mx_delivery_events_sent ("KAFKA:schd");
+    self->failed_total = mx_delivery_events_failed ("KAFKA:schd");
     self->clock = self->args->clock;
     self->next_flush = INT64_MAX;
     self->last_flush = INT64_MIN;

@@ -11,12 +11,9 @@
 
 #include "mx_instance_lock.h"
 #include "mx_log.h"
-#include "mx_mailbox.h"
 #include "mx_migrate.h"
 #include "mx_pg.h"
-#include "mx_readmodel.h"
-#include "mx_sis.h"
-#include "mx_sis_body.h"
+#include "mx_reader.h"
 
 #define ACTOR "control"
 #define CHILD_START_TIMEOUT_MS 30000
@@ -46,22 +43,21 @@ typedef struct {
     bool admin_ipc;             //  we created the ipc socket file
     PGconn *lock_conn;          //  holds the session advisory lock
     bool lock_waiting;          //  async pg_advisory_lock in flight
-    PGconn *status_conn;        //  reads for status; reconnects lazily
     int64_t retry_at;           //  next connect attempt, INT64_MAX = none
     int64_t started_at;
     int64_t active_since;
     bool paused;
+    s_child_t reader;           //  answers the admin reads; runs from START to the end
     s_child_t *children;
     size_t children_started;
     char *pg_error;             //  last PostgreSQL problem, for status
     char scope [64];            //  names our children's inproc sockets
     zhashx_t *admin_waiting;    //  request id -> REQ identity frame
     uint64_t admin_sequence;
-    mx_mailbox_t *mailbox;      //  raw text for show; connects lazily
-    mx_tz_t *zone;              //  airport zone for show's decoding; loaded lazily
 } s_control_t;
 
 static void s_set_role (s_control_t *self, s_role_t role, const char *why);
+static void s_tell_reader (s_control_t *self);
 
 //  ---------------------------------------------------------------------
 //  Admin endpoint
@@ -159,6 +155,7 @@ s_children_stop (s_control_t *self)
         zactor_destroy (&child->actor);
         mx_info (ACTOR, "stopped actor %s", child->args.name);
     }
+    s_tell_reader (self);
 }
 
 //  Service actors (mx_actor_is_service) run on every instance and learn
@@ -170,6 +167,58 @@ s_tell_services (s_control_t *self)
         if (self->children [i].service)
             mx_cmd_send (zactor_sock (self->children [i].actor), MX_CMD_ROLE,
                          s_role_names [self->role], self->paused ? 1 : 0);
+}
+
+//  Control's own part of status goes to the reader whenever it changes,
+//  so a status read never needs control's loop (INSTANCE).
+static void
+s_tell_reader (s_control_t *self)
+{
+    if (!self->reader.actor)
+        return;
+    json_t *actors = json_array ();
+    json_array_append_new (actors, json_string (ACTOR));
+    json_array_append_new (actors, json_string (self->reader.args.name));
+    for (size_t i = 0; i < self->children_started; i++)
+        json_array_append_new (actors, json_string (self->children [i].args.name));
+    json_t *own = json_pack ("{s:s,s:b,s:I,s:o,s:s?,s:s}",
+        "role", s_role_names [self->role], "paused", self->paused,
+        "started_at", (json_int_t) self->started_at, "actors", actors,
+        "postgresql", self->role == ROLE_CONNECTING ? self->pg_error : NULL,
+        "kafka", self->args->kafka_description ? self->args->kafka_description : "not configured");
+    char *text = json_dumps (own, JSON_COMPACT);
+    json_decref (own);
+    mx_cmd_send (zactor_sock (self->reader.actor), MX_CMD_INSTANCE, text);
+    free (text);
+}
+
+//  Every change of what status reports about control: the services and
+//  the reader hear of it.
+static void
+s_tell (s_control_t *self)
+{
+    s_tell_services (self);
+    s_tell_reader (self);
+}
+
+static int
+s_reader_start (s_control_t *self, char **error)
+{
+    self->reader.args = (mx_actor_args_t) {
+        .name = "reader", .config = self->config, .clock = self->clock, .scope = self->scope,
+        .kafka_bootstrap = self->args->kafka_bootstrap
+    };
+    char *detail = NULL, *why = NULL;
+    self->reader.actor = mx_actor_start (mx_reader_actor, &self->reader.args, CHILD_START_TIMEOUT_MS, &detail, &why);
+    if (!self->reader.actor) {
+        *error = zsys_sprintf ("actor reader did not start: %s", why);
+        free (why);
+        return -1;
+    }
+    mx_info (ACTOR, "started actor reader: %s", detail);
+    free (detail);
+    s_tell_reader (self);
+    return 0;
 }
 
 //  Starts the service actors (services true, at START) or the pipeline
@@ -209,12 +258,15 @@ s_children_start (s_control_t *self, bool services, char **error)
         mx_info (ACTOR, "started actor %s: %s", child->args.name, detail);
         free (detail);
     }
+    s_tell_reader (self);
     return 0;
 }
 
 static s_child_t *
 s_child (s_control_t *self, const char *name)
 {
+    if (self->reader.actor && strcmp (self->reader.args.name, name) == 0)
+        return &self->reader;
     for (size_t i = 0; i < self->children_started; i++)
         if (strcmp (self->children [i].args.name, name) == 0)
             return &self->children [i];
@@ -246,6 +298,7 @@ s_note_pg_error (s_control_t *self, const char *error)
 {
     free (self->pg_error);
     self->pg_error = error ? strdup (error) : NULL;
+    s_tell_reader (self);
 }
 
 static void
@@ -352,152 +405,10 @@ s_set_role (s_control_t *self, s_role_t role, const char *why)
     self->role = role;
     //  Told before the line is logged: whoever reads the log and then
     //  asks /health gets the new role.
-    s_tell_services (self);
+    s_tell (self);
     json_t *fields = json_pack ("{s:s}", "role", s_role_names [role]);
     mx_log_emit (role == ROLE_FENCED ? MX_LOG_ERROR : MX_LOG_INFO, ACTOR, fields,
                  "role %s: %s", s_role_names [role], why);
-}
-
-//  ---------------------------------------------------------------------
-//  Status
-
-
-//  Why the head waits, as msgxctl status shows it.
-static void
-s_head_waiting (s_control_t *self, json_t *head, bool backing_off, int64_t w, char *waiting, size_t size)
-{
-    int64_t msg_id = json_integer_value (json_object_get (head, "msg_id"));
-    if (self->role != ROLE_ACTIVE)
-        snprintf (waiting, size, "this instance is not active");
-    else
-    if (!s_child (self, "pump"))
-        snprintf (waiting, size, "the pump is not running (mailbox disabled)");
-    else
-    if (msg_id > w)
-        snprintf (waiting, size, "above the watermark W=%" PRId64 ": waits until ingress moves W past it", w);
-    else
-    if (self->paused)
-        snprintf (waiting, size, "pipeline paused (msgxctl resume)");
-    else
-    if (backing_off)
-        snprintf (waiting, size, "backing off after attempt %" JSON_INTEGER_FORMAT " of %" PRId64 " until %s",
-                  json_integer_value (json_object_get (head, "attempts")), self->config->pipeline_max_attempts,
-                  json_string_value (json_object_get (head, "next_attempt_at")));
-    else
-        snprintf (waiting, size, "being processed");
-}
-
-//  Reads the queue figures (db/mx_readmodel); returns -1 with *error on
-//  failure.
-static int
-s_status_queue (s_control_t *self, json_t *status, char **error)
-{
-    if (!self->status_conn) {
-        self->status_conn = mx_pg_connect (self->config->pg_conninfo, "msgxd-status",
-                                           self->config->pg_statement_timeout, error);
-        if (!self->status_conn)
-            return -1;
-    }
-    PGconn *conn = self->status_conn;
-    int64_t now = mx_clock_now (self->clock);
-    int64_t w = 0, unfinished = 0, unmarked = 0, registered = 0;
-    json_t *cursor = NULL, *head = NULL, *counts = NULL;
-    bool backing_off = false;
-    if (mx_readmodel_cursor (conn, now, &cursor, &w, error)
-    ||  mx_readmodel_head (conn, now, &head, &backing_off, error)
-    ||  mx_readmodel_counts (conn, &counts, error)
-    ||  mx_readmodel_queue (conn, &unfinished, &unmarked, &registered, error)) {
-        json_decref (cursor);
-        json_decref (head);
-        json_decref (counts);
-        if (PQstatus (conn) != CONNECTION_OK)
-            mx_pg_disconnect (&self->status_conn);
-        return -1;
-    }
-    if (cursor)
-        json_object_set_new (status, "cursor", cursor);
-    if (head) {
-        char waiting [160];
-        s_head_waiting (self, head, backing_off, w, waiting, sizeof waiting);
-        json_object_set_new (head, "waiting", json_string (waiting));
-    }
-    json_object_set_new (status, "head", head ? head : json_null ());
-    json_object_set_new (status, "counts", counts);
-
-    //  The backlog as msgxctl status --watch draws it: registered and
-    //  unfinished, plus what the mailbox holds above the highest registered
-    //  ID (null when the mailbox cannot be read).
-    json_t *backlog = json_pack ("{s:I,s:I}", "unfinished", (json_int_t) unfinished,
-                                 "unmarked", (json_int_t) unmarked);
-    int64_t min_id = 0, max_id = -1;
-    char *mailbox_error = NULL;
-    if (self->config->mailbox_shared_mysql_enabled) {
-        if (!self->mailbox)
-            self->mailbox = mx_mailbox_new (self->config);
-        if (mx_mailbox_bounds (self->mailbox, &min_id, &max_id, &mailbox_error))
-            max_id = -1;
-        free (mailbox_error);
-    }
-    if (max_id >= 0) {
-        int64_t unregistered = max_id > registered && max_id > w ? max_id - (registered > w ? registered : w) : 0;
-        json_object_set_new (backlog, "mailbox_max_id", json_integer (max_id));
-        json_object_set_new (backlog, "unregistered", json_integer (unregistered));
-        json_object_set_new (backlog, "total", json_integer (unfinished + unregistered));
-    }
-    else {
-        json_object_set_new (backlog, "mailbox_max_id", json_null ());
-        json_object_set_new (backlog, "unregistered", json_null ());
-        json_object_set_new (backlog, "total", self->config->mailbox_shared_mysql_enabled
-                                               ? json_null () : json_integer (unfinished));
-    }
-    json_object_set_new (status, "backlog", backlog);
-    return 0;
-}
-
-static json_t *
-s_status (s_control_t *self)
-{
-    int64_t now = mx_clock_now (self->clock);
-    json_t *actors = json_array ();
-    json_array_append_new (actors, json_string (ACTOR));
-    for (size_t i = 0; i < self->children_started; i++)
-        json_array_append_new (actors, json_string (self->children [i].args.name));
-
-    char host [256] = "";
-    gethostname (host, sizeof host - 1);
-    json_t *status = json_pack ("{s:s,s:s,s:I,s:{s:b,s:o}}",
-        "role", s_role_names [self->role],
-        "instance", host,
-        "uptime_s", (json_int_t) ((now - self->started_at) / 1000),
-        "pipeline", "paused", self->paused, "actors", actors);
-    json_object_set_new (status, "pid", json_integer (getpid ()));
-
-    char *error = NULL;
-    const char *pg_state = "ok";
-    bool unknown = true;
-    if (self->role == ROLE_CONNECTING)
-        pg_state = self->pg_error ? self->pg_error : "connecting";
-    else
-    if (s_status_queue (self, status, &error))
-        pg_state = error;
-    else
-        unknown = false;
-    if (unknown) {
-        //  Unknown is null, never a made-up zero.
-        json_object_set_new (status, "cursor", json_null ());
-        json_object_set_new (status, "head", json_null ());
-        json_object_set_new (status, "counts", json_null ());
-        json_object_set_new (status, "backlog", json_null ());
-    }
-    const mx_config_t *config = self->config;
-    json_object_set_new (status, "dependencies", json_pack ("{s:s,s:s,s:s}",
-        "postgresql", pg_state,
-        "mailbox", config->mailbox_shared_mysql_enabled
-                   ? "enabled: ingress, processor and the compat entry read and write it"
-                   : "disabled (mailbox.shared-mysql.enabled=false): ingress, pump, processor and the compat entry are off",
-        "kafka", self->args->kafka_description ? self->args->kafka_description : "not configured"));
-    free (error);
-    return status;
 }
 
 //  ---------------------------------------------------------------------
@@ -530,199 +441,7 @@ s_broadcast (s_control_t *self, mx_cmd_t cmd)
     for (size_t i = 0; i < self->children_started; i++)
         if (!self->children [i].service)
             mx_cmd_send (zactor_sock (self->children [i].actor), cmd);
-    s_tell_services (self);
-}
-
-//  DEAD rows for the operator: messages, or with events the outbox's
-//  dead letters. Read-only, on the status connection.
-static void
-s_admin_dead (s_control_t *self, zframe_t **identity, json_t *args)
-{
-    bool events = json_is_true (json_object_get (args, "events"));
-    json_int_t limit = json_integer_value (json_object_get (args, "limit"));
-    json_int_t after = json_integer_value (json_object_get (args, "after"));
-    char *error = NULL;
-    if (!self->status_conn)
-        self->status_conn = mx_pg_connect (self->config->pg_conninfo, "msgxd-status",
-                                           self->config->pg_statement_timeout, &error);
-    char *text = NULL;
-    int64_t total = 0;
-    bool more = false;
-    if (!self->status_conn
-    ||  mx_readmodel_dead (self->status_conn, events, limit > 0 && limit <= 10000 ? limit : 100,
-                           after > 0 ? after : 0, &text, &total, &more, &error)) {
-        char *why = zsys_sprintf ("cannot read the dead rows: %s", error ? error : "no connection");
-        s_admin_reply (self, identity, "ERR", why);
-        free (why);
-        free (error);
-        if (self->status_conn && PQstatus (self->status_conn) != CONNECTION_OK)
-            mx_pg_disconnect (&self->status_conn);
-        return;
-    }
-    json_t *rows = json_loads (text, 0, NULL);
-    free (text);
-    s_admin_reply_json (self, identity, json_pack ("{s:s,s:o,s:I,s:b}", "kind", events ? "events" : "messages",
-                                                   "rows", rows ? rows : json_array (),
-                                                   "total", (json_int_t) total, "more", more));
-}
-
-//  The decoded summary of a raw message: envelope, kind, identity and
-//  the flights its body names.
-static json_t *
-s_show_decode (s_control_t *self, const char *xml, size_t size)
-{
-    char *error = NULL;
-    if (!self->zone) {
-        self->zone = mx_tz_load (self->config->operation_day_zone, &error);
-        if (!self->zone) {
-            json_t *result = json_pack ("{s:s}", "error", error ? error : "airport time zone not loaded");
-            free (error);
-            return result;
-        }
-    }
-    mx_sis_options_t options = {
-        .zone = self->zone, .max_bytes = (size_t) self->config->codec_max_message_bytes,
-        .ignore_types = self->config->pipeline_ignore_types.items,
-        .ignore_count = self->config->pipeline_ignore_types.count,
-        .limits = mx_sis_limits (self->config)
-    };
-    mx_sis_status_t status;
-    mx_sis_msg_t *msg = mx_sis_decode (xml, size, &options, &status, &error);
-    if (!msg) {
-        json_t *result = json_pack ("{s:s,s:s}", "status", mx_sis_status_name (status),
-                                    "error", error ? error : "not decoded");
-        free (error);
-        return result;
-    }
-    const mx_sis_meta_t *meta = mx_sis_meta (msg);
-    char identity [MX_SIS_IDENTITY_BUFSIZE];
-    json_t *flights = json_array ();
-    const char *body_error = NULL;
-    mx_body_status_t body = MX_BODY_OK;
-    mx_sis_kind_t kind = mx_sis_kind (msg);
-    if (kind == MX_SIS_KIND_FLOP || kind == MX_SIS_KIND_FDEL) {
-        mx_flop_t *flop = NULL;
-        body = mx_sis_flop (msg, self->zone, &flop, &error);
-        if (flop)
-            json_array_append_new (flights, json_integer (flop->flid));
-        mx_flop_destroy (&flop);
-    }
-    else
-    if (kind == MX_SIS_KIND_SCHD_DNLD || kind == MX_SIS_KIND_SCHD_RESP || kind == MX_SIS_KIND_SCHD_ADFT) {
-        mx_schedule_t *schedule = NULL;
-        body = mx_sis_schedule (msg, self->zone, &schedule, &error);
-        for (size_t i = 0; schedule && i < schedule->count; i++)
-            json_array_append_new (flights, json_integer (schedule->records [i].flight->flid));
-        mx_schedule_destroy (&schedule);
-    }
-    else
-    if (kind == MX_SIS_KIND_SCHD_DEL) {
-        int64_t *flids = NULL;
-        size_t count = 0;
-        body = mx_sis_schedule_del (msg, &flids, &count, &error);
-        for (size_t i = 0; i < count; i++)
-            json_array_append_new (flights, json_integer (flids [i]));
-        free (flids);
-    }
-    if (body != MX_BODY_OK)
-        body_error = error ? error : mx_body_status_name (body);
-    json_t *result = json_pack ("{s:s,s:s,s:s,s:I,s:s,s:s,s:s,s:s,s:o}",
-        "status", "OK", "kind", mx_sis_kind_name (kind),
-        "sndr", meta->sndr, "seqn", (json_int_t) meta->seqn, "dttm", meta->dttm,
-        "type", meta->type, "styp", meta->styp,
-        "identity", mx_sis_identity (meta, false, identity, sizeof identity),
-        "flights", flights);
-    if (body_error)
-        json_object_set_new (result, "body_error", json_pack ("{s:s,s:s}", "class",
-                             mx_body_status_name (body), "detail", body_error));
-    free (error);
-    mx_sis_destroy (&msg);
-    return result;
-}
-
-//  Everything known about one message: its proc_state row (or archived
-//  copy), the raw text from the mailbox decoded, and its outbox events.
-//  Read-only, on the status connection and a mailbox connection of its own.
-static void
-s_admin_show (s_control_t *self, zframe_t **identity, json_t *args)
-{
-    json_t *id_value = json_object_get (args, "msg_id");
-    if (!json_is_integer (id_value) || json_integer_value (id_value) <= 0) {
-        s_admin_reply (self, identity, "ERR", "show needs msg_id, a positive message ID");
-        return;
-    }
-    int64_t msg_id = json_integer_value (id_value);
-    char *error = NULL;
-    if (!self->status_conn)
-        self->status_conn = mx_pg_connect (self->config->pg_conninfo, "msgxd-status",
-                                           self->config->pg_statement_timeout, &error);
-    char *row_text = NULL, *events_text = NULL;
-    if (!self->status_conn
-    ||  mx_readmodel_message (self->status_conn, msg_id, &row_text, &events_text, &error)) {
-        char *why = zsys_sprintf ("cannot read message %" PRId64 ": %s", msg_id, error ? error : "no connection");
-        s_admin_reply (self, identity, "ERR", why);
-        free (why);
-        free (error);
-        if (self->status_conn && PQstatus (self->status_conn) != CONNECTION_OK)
-            mx_pg_disconnect (&self->status_conn);
-        return;
-    }
-    json_t *row = row_text ? json_loads (row_text, 0, NULL) : NULL;
-    json_t *events = json_loads (events_text, 0, NULL);
-    free (row_text);
-    free (events_text);
-
-    json_t *raw = NULL;
-    json_t *decoded = json_null ();
-    bool in_mailbox = false;
-    if (!self->config->mailbox_shared_mysql_enabled)
-        raw = json_pack ("{s:n,s:s}", "xml", "error", "mailbox disabled (mailbox.shared-mysql.enabled = false)");
-    else {
-        if (!self->mailbox)
-            self->mailbox = mx_mailbox_new (self->config);
-        char *xml = NULL;
-        size_t size = 0;
-        size_t max_bytes = (size_t) self->config->codec_max_message_bytes;
-        int found = mx_mailbox_read (self->mailbox, msg_id, max_bytes, &xml, &size, &error);
-        if (found < 0)
-            raw = json_pack ("{s:n,s:s}", "xml", "error", error ? error : "mailbox unreachable");
-        else
-        if (found == 0)
-            raw = json_pack ("{s:n,s:s}", "xml", "error", "no such row in CMINMSGS");
-        else
-        if (!xml) {
-            char *why = zsys_sprintf ("%zu bytes: larger than msgx.codec.max-message-bytes (%zu)", size, max_bytes);
-            raw = json_pack ("{s:n,s:I,s:s}", "xml", "bytes", (json_int_t) size, "error", why);
-            free (why);
-            in_mailbox = true;
-        }
-        else {
-            in_mailbox = true;
-            //  json_stringn refuses text that is not UTF-8: say so rather
-            //  than guess at the bytes.
-            json_t *text = json_stringn (xml, size);
-            raw = json_pack ("{s:o,s:I}", "xml", text ? text : json_null (), "bytes", (json_int_t) size);
-            if (!text)
-                json_object_set_new (raw, "error", json_string ("not valid UTF-8: shown in the decoded summary only"));
-            json_decref (decoded);
-            decoded = s_show_decode (self, xml, size);
-        }
-        free (error);
-        error = NULL;
-        free (xml);
-    }
-    if (!row && !in_mailbox) {
-        char *why = zsys_sprintf ("no message %" PRId64 ": not in proc_state, its archive or the mailbox", msg_id);
-        s_admin_reply (self, identity, "ERR", why);
-        free (why);
-        json_decref (events);
-        json_decref (raw);
-        json_decref (decoded);
-        return;
-    }
-    s_admin_reply_json (self, identity, json_pack ("{s:I,s:o,s:o,s:o,s:o}",
-        "msg_id", (json_int_t) msg_id, "state", row ? row : json_null (), "raw", raw,
-        "decoded", decoded, "events", events ? events : json_array ()));
+    s_tell (self);
 }
 
 //  An admin verb another actor owns (mx_admin.def): answered when the
@@ -790,15 +509,6 @@ s_handle_admin (s_control_t *self)
     else
     if (strcmp (mx_admin_owner (admin), "control") != 0)
         s_admin_route (self, &identity, admin, args_text);
-    else
-    if (admin == MX_ADMIN_STATUS)
-        s_admin_reply_json (self, &identity, s_status (self));
-    else
-    if (admin == MX_ADMIN_SHOW)
-        s_admin_show (self, &identity, args);          //  read-only: a standby answers too
-    else
-    if (admin == MX_ADMIN_DEAD)
-        s_admin_dead (self, &identity, args);
     else {
         assert (admin == MX_ADMIN_PAUSE || admin == MX_ADMIN_RESUME);
         bool pause = admin == MX_ADMIN_PAUSE;
@@ -828,7 +538,8 @@ s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
             char *error = NULL;
             //  The services answer /health from the start, whatever the
             //  role turns out to be.
-            if (s_admin_bind (self, &error) || s_children_start (self, true, &error)) {
+            if (s_admin_bind (self, &error) || s_reader_start (self, &error)
+            ||  s_children_start (self, true, &error)) {
                 mx_actor_reply_failed (self->pipe, error);
                 free (error);
                 break;
@@ -890,9 +601,9 @@ s_handle_child (s_control_t *self, s_child_t *child)
             s_admin_reply (self, &identity, reply.verdict, reply.payload);
         }
         mx_cmd_ADMIN_REPLY_free (&reply);
-        //  A replay may have changed the head.
+        //  A replay may have changed the head (a read changes nothing).
         s_child_t *pump = s_child (self, "pump");
-        if (pump && strcmp (child->args.name, "pump") != 0)
+        if (pump && child != pump && child != &self->reader)
             mx_cmd_send (zactor_sock (pump->actor), MX_CMD_WAKE);
         //  Dead events replayed are new work, as committed events are: the
         //  schd-aggregator takes its share at its next flush (the
@@ -948,6 +659,10 @@ s_sources (void *self_, mx_actor_source_t *sources, size_t max)
         sources [count++] = (mx_actor_source_t) { .fd = PQsocket (self->lock_conn), .ready = s_lock_ready };
     if (self->admin && count < max)
         sources [count++] = (mx_actor_source_t) { .sock = self->admin, .ready = s_admin_ready };
+    if (self->reader.actor && count < max)
+        sources [count++] = (mx_actor_source_t) {
+            .sock = zactor_sock (self->reader.actor), .ready = s_child_ready, .arg = &self->reader
+        };
     for (size_t i = 0; i < self->children_started && count < max; i++)
         sources [count++] = (mx_actor_source_t) {
             .sock = zactor_sock (self->children [i].actor), .ready = s_child_ready, .arg = &self->children [i]
@@ -997,10 +712,7 @@ mx_control_actor (zsock_t *pipe, void *args)
          identity = (zframe_t *) zhashx_next (self->admin_waiting))
         zframe_destroy (&identity);
     zhashx_destroy (&self->admin_waiting);
-    if (self->status_conn)
-        PQfinish (self->status_conn);
-    mx_mailbox_destroy (&self->mailbox);
-    mx_tz_destroy (&self->zone);
+    zactor_destroy (&self->reader.actor);
     s_lock_disconnect (self);
     zsock_destroy (&self->admin);
     if (self->admin_ipc)

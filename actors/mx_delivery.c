@@ -226,3 +226,17 @@ mx_delivery_check (mx_delivery_t *self)
         s_overdue (self);
     return self->batch != NULL;
 }
+
+mx_metrics_counter_t *
+mx_delivery_events_sent (const char *target)
+{
+    return mx_metrics_counter_by ("msgx_events_sent_total", "Outbox events acknowledged by their target",
+                                  "target", target);
+}
+
+mx_metrics_counter_t *
+mx_delivery_events_failed (const char *target)
+{
+    return mx_metrics_counter_by ("msgx_events_failed_total", "Outbox event delivery attempts that failed",
+                                  "target", target);
+}

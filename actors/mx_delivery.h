@@ -12,6 +12,7 @@
 #define MX_DELIVERY_H_INCLUDED
 
 #include "mx_actor.h"
+#include "mx_metrics.h"
 #include "mx_outbox.h"
 
 typedef enum { MX_SLOT_WAITING, MX_SLOT_ACKED, MX_SLOT_FAILED } mx_slot_state_t;
@@ -70,5 +71,9 @@ int64_t mx_delivery_deadline (const mx_delivery_t *self);
 //  reports follow; then the producer is replaced and the silent events
 //  settled as failed). Returns true while a batch is still out.
 bool mx_delivery_check (mx_delivery_t *self);
+
+//  Its metrics, per target (KAFKA:msg, KAFKA:schd).
+mx_metrics_counter_t *mx_delivery_events_sent (const char *target);    //  msgx_events_sent_total{target}
+mx_metrics_counter_t *mx_delivery_events_failed (const char *target);  //  msgx_events_failed_total{target}
 
 #endif

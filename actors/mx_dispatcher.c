@@ -364,8 +364,8 @@ mx_dispatcher_actor (zsock_t *pipe, void *args)
     self->args = (const mx_actor_args_t *) args;
     self->config = self->args->config;
     self->problem.actor = ACTOR;
-    self->sent_total = mx_metrics_events_sent ("KAFKA:msg");
-    self->failed_total = mx_metrics_events_failed ("KAFKA:msg");
+    self->sent_total = mx_delivery_events_sent ("KAFKA:msg");
+    self->failed_total = mx_delivery_events_failed ("KAFKA:msg");
     self->clock = self->args->clock;
     self->next_round = INT64_MAX;
     self->delivery = mx_delivery_new (self->config, self->clock, ACTOR, self->config->kafka_topic_msg, "batch",

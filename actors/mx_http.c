@@ -336,7 +336,7 @@ s_metrics (s_http_t *self, struct MHD_Connection *connection)
     }
     json_decref (snapshot);             //  the actor has set the gauges already
     s_publish_role (self);
-    mx_metrics_counter_set (mx_metrics_log_dropped (), mx_log_dropped ());
+    mx_metrics_counter_set (mx_log_dropped_metric (), mx_log_dropped ());
     char *text = mx_metrics_render ();
     enum MHD_Result rc = s_respond_as (connection, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",
                                        MHD_HTTP_METHOD_GET, text);

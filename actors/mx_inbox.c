@@ -103,7 +103,7 @@ static int
 s_mailbox_failed (mx_inbox_t *self, char **error, const char *what)
 {
     mx_mailbox_failure_t failure = mx_mailbox_failure (self->mailbox);
-    mx_metrics_add (mx_metrics_ingress_failures (mx_mailbox_failure_name (failure)), 1);
+    mx_metrics_add (mx_inbox_failures (mx_mailbox_failure_name (failure)), 1);
     return s_failed (error, what);
 }
 
@@ -339,4 +339,12 @@ mx_inbox_cutover (mx_inbox_t *self, const char *value, const char *os_user, int6
         free (target_text);
     }
     return rc;
+}
+
+mx_metrics_counter_t *
+mx_inbox_failures (const char *failure_class)
+{
+    return mx_metrics_counter_by ("msgx_ingress_failures_total",
+                                  "Ingress reads of the mailbox that failed, by class (connect, lost, query)",
+                                  "class", failure_class);
 }

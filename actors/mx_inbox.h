@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "mx_config.h"
+#include "mx_metrics.h"
 
 typedef struct _mx_inbox_t mx_inbox_t;
 
@@ -45,5 +46,10 @@ int mx_inbox_cutover (mx_inbox_t *self, const char *value, const char *os_user, 
 
 //  Whether the instance was seeded before (-1 on failure).
 int mx_inbox_seeded (mx_inbox_t *self, char **error);
+
+//  msgx_ingress_failures_total{class}: mailbox reads that failed, by the
+//  class the mailbox gives its last failure (connect, lost, query).
+mx_metrics_counter_t *
+    mx_inbox_failures (const char *failure_class);
 
 #endif

@@ -41,7 +41,7 @@ s_poll (s_ingress_t *self)
     mx_problem_recovered (&self->problem);
     if (round.released) {
         self->holes_released++;
-        mx_metrics_add (mx_metrics_hole_aged_out (), 1);
+        mx_metrics_add (mx_ingress_hole_aged_out (), 1);
         mx_log_emit (MX_LOG_WARN, ACTOR,
                      json_pack ("{s:I,s:I}", "id_from", (json_int_t) round.released_from,
                                 "id_to", (json_int_t) round.released_to),
@@ -73,7 +73,7 @@ s_late_check (s_ingress_t *self)
     }
     if (detected > 0) {
         self->late_detected += (uint64_t) detected;
-        mx_metrics_add (mx_metrics_late_arrival (), (uint64_t) detected);
+        mx_metrics_add (mx_ingress_late_arrival (), (uint64_t) detected);
         mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:i}", "late_arrivals", detected),
                      "late arrival: %s; not enqueued: the upstream committed these later than "
                      "max-commit-delay allows", message);
@@ -238,4 +238,18 @@ mx_ingress_actor (zsock_t *pipe, void *args)
     mx_actor_run (pipe, self->clock, &ops, self);
     mx_inbox_destroy (&self->inbox);
     mx_problem_clear (&self->problem);
+}
+
+mx_metrics_counter_t *
+mx_ingress_hole_aged_out (void)
+{
+    return mx_metrics_counter ("msgx_pipeline_hole_aged_out_total",
+                               "Mailbox ID holes released by ageing (max-commit-delay passed)", NULL);
+}
+
+mx_metrics_counter_t *
+mx_ingress_late_arrival (void)
+{
+    return mx_metrics_counter ("msgx_pipeline_late_arrival_detected_total",
+                               "Mailbox rows found in released holes after the watermark passed them", NULL);
 }

@@ -310,9 +310,7 @@ s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
                 return false;
             }
             //  Registered now so a scrape shows them, unknown, from the start.
-            mx_metrics_register_standard ();
-            for (int failure = MX_MAILBOX_FAILURE_CONNECT; failure < MX_MAILBOX_FAILURE_COUNT; failure++)
-                mx_metrics_ingress_failures (mx_mailbox_failure_name ((mx_mailbox_failure_t) failure));
+            mx_actors_register_metrics ();
             mx_metrics_actor_publish (NULL);
             char *detail = zsys_sprintf ("serving snapshots on %s (cache %" PRId64 " ms)", endpoint,
                                          (int64_t) self->config->health_backlog_cache_ttl_ms);

@@ -110,9 +110,9 @@ s_finish (s_processor_t *self, int64_t msg_id, const mx_outcome_t *outcome)
     if (mx_procstate_finish (self->pg, msg_id, state, error_class, text, detail,
                              mx_clock_now (self->clock), &error) < 0)
         return s_broken (msg_id, "cannot record the outcome", error);
-    mx_metrics_add (mx_metrics_messages (self->current_type, mx_state_name (state)), 1);
+    mx_metrics_add (mx_processor_messages (self->current_type, mx_state_name (state)), 1);
     if (state == MX_STATE_DEAD)
-        mx_metrics_add (mx_metrics_messages_dead (mx_error_class_name (error_class)), 1);
+        mx_metrics_add (mx_processor_messages_dead (mx_error_class_name (error_class)), 1);
     json_t *fields = json_pack ("{s:I,s:s}", "msg_id", (json_int_t) msg_id, "state", mx_state_name (state));
     if (error_class != MX_ERR_NONE)
         json_object_set_new (fields, "error_class", json_string (mx_error_class_name (error_class)));
@@ -133,10 +133,10 @@ s_fail (s_processor_t *self, int64_t msg_id, mx_error_class_t error_class, const
                            config->pipeline_backoff_ms.count, config->pipeline_backoff_cap_ms,
                            &dead, &error) < 0)
         return s_broken (msg_id, "cannot record a failed attempt", error);
-    mx_metrics_add (mx_metrics_messages_failed (mx_error_class_name (error_class)), 1);
+    mx_metrics_add (mx_processor_messages_failed (mx_error_class_name (error_class)), 1);
     if (dead) {
-        mx_metrics_add (mx_metrics_messages (self->current_type, "DEAD"), 1);
-        mx_metrics_add (mx_metrics_messages_dead ("EXHAUSTED"), 1);
+        mx_metrics_add (mx_processor_messages (self->current_type, "DEAD"), 1);
+        mx_metrics_add (mx_processor_messages_dead ("EXHAUSTED"), 1);
     }
     json_t *fields = json_pack ("{s:I,s:s,s:s}", "msg_id", (json_int_t) msg_id,
                                 "error_class", dead ? "EXHAUSTED" : mx_error_class_name (error_class),
@@ -771,14 +771,14 @@ s_bulk_report (const s_bulk_t *bulk)
     for (size_t i = 0; i < bulk->prefix; i++) {
         const mx_apply_msg_t *m = bulk->messages [i];
         const char *type = m->msg ? mx_sis_meta (m->msg)->type : "-";
-        mx_metrics_add (mx_metrics_messages (type, mx_state_name (m->outcome.state)), 1);
+        mx_metrics_add (mx_processor_messages (type, mx_state_name (m->outcome.state)), 1);
     }
     for (size_t i = 0; i < bulk->prefix; i++) {
         const mx_apply_msg_t *m = bulk->messages [i];
         if (m->outcome.state != MX_STATE_DEAD)
             continue;
         const char *error_class = mx_error_class_name (m->outcome.error_class);
-        mx_metrics_add (mx_metrics_messages_dead (error_class), 1);
+        mx_metrics_add (mx_processor_messages_dead (error_class), 1);
         mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:I,s:s,s:s}", "msg_id", (json_int_t) m->msg_id,
                                                     "state", "DEAD", "error_class", error_class),
                      "%" PRId64 " DEAD: %s: %s", m->msg_id, error_class, m->outcome.text ? m->outcome.text : "");
@@ -988,8 +988,8 @@ s_process_batch (s_processor_t *self, int64_t head)
     }
     self->transactions++;
     self->processed += done;
-    mx_metrics_histogram_observe (mx_metrics_batch_size (), (double) done);
-    mx_metrics_histogram_observe (mx_metrics_processing_seconds (), (double) (zclock_mono () - started) / 1000.0);
+    mx_metrics_histogram_observe (mx_processor_batch_size (), (double) done);
+    mx_metrics_histogram_observe (mx_processor_seconds (), (double) (zclock_mono () - started) / 1000.0);
     //  Wake delivery and backfill: the events and marks of this batch are
     //  committed now.
     mx_cmd_send (self->pipe, MX_CMD_EVENTS_COMMITTED);
@@ -1115,4 +1115,55 @@ mx_processor_actor (zsock_t *pipe, void *args)
     s_ahead_destroy (&self->ahead);
     free (self->doc_msg.data);
     free (self->doc_state.data);
+}
+
+//  ---------------------------------------------------------------------
+//  Metrics
+
+//  Messages per processor batch (msgx.pipeline.process-batch is at most a
+//  few hundred).
+static const double s_batch_bounds [] = { 1, 2, 5, 10, 20, 50, 100, 200, 500 };
+//  PROCESS -> commit, seconds.
+static const double s_processing_bounds [] = {
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
+};
+
+mx_metrics_counter_t *
+mx_processor_messages (const char *type, const char *state)
+{
+    char labels [128];
+    snprintf (labels, sizeof labels, "type=%s,state=%s", type ? type : "", state ? state : "");
+    return mx_metrics_counter ("msgx_messages_total",
+                               "Messages that reached a state, by message type", labels);
+}
+
+mx_metrics_counter_t *
+mx_processor_messages_failed (const char *error_class)
+{
+    return mx_metrics_counter_by ("msgx_messages_failed_total", "Failed processing attempts, by error class",
+                                  "class", error_class);
+}
+
+mx_metrics_counter_t *
+mx_processor_messages_dead (const char *error_class)
+{
+    return mx_metrics_counter_by ("msgx_messages_dead_total",
+                                  "Messages that ended DEAD, by the error class they ended with",
+                                  "class", error_class);
+}
+
+mx_metrics_histogram_t *
+mx_processor_batch_size (void)
+{
+    return mx_metrics_histogram ("msgx_batch_size", "Messages per processing batch", NULL,
+                                 s_batch_bounds, sizeof s_batch_bounds / sizeof s_batch_bounds [0]);
+}
+
+mx_metrics_histogram_t *
+mx_processor_seconds (void)
+{
+    return mx_metrics_histogram ("msgx_processing_seconds",
+                                 "Seconds from PROCESS to the batch's commit", NULL,
+                                 s_processing_bounds,
+                                 sizeof s_processing_bounds / sizeof s_processing_bounds [0]);
 }

@@ -16,6 +16,7 @@
 #include "mx_mailbox.h"
 #include "mx_metrics.h"
 #include "mx_pg.h"
+#include "mx_processor.h"
 #include "mx_procstate.h"
 #include "mx_sis.h"
 #include "mx_sis_body.h"
@@ -106,7 +107,7 @@ s_tick (s_pump_t *self)
                                         "error_class", "EXHAUSTED", "attempts", head.attempts),
                              "%" PRId64 " DEAD(EXHAUSTED): %s", head.msg_id, why);
                 if (rc == 1) {
-                    mx_metrics_add (mx_metrics_messages_dead ("EXHAUSTED"), 1);
+                    mx_metrics_add (mx_processor_messages_dead ("EXHAUSTED"), 1);
                     mx_cmd_send (self->pipe, MX_CMD_MARKS_OWED, (uint64_t) head.msg_id, (uint64_t) head.msg_id);
                 }
                 continue;

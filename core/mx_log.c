@@ -424,3 +424,10 @@ mx_log_emit (mx_log_level_t level, const char *actor, json_t *fields, const char
     mx_log_vemit (level, actor, fields, fmt, args);
     va_end (args);
 }
+
+mx_metrics_counter_t *
+mx_log_dropped_metric (void)
+{
+    return mx_metrics_counter ("msgx_log_dropped_total",
+                               "Log lines dropped because the log queue was full", NULL);
+}

@@ -23,6 +23,7 @@
 #ifndef MX_LOG_H_INCLUDED
 #define MX_LOG_H_INCLUDED
 
+#include "mx_metrics.h"
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -56,6 +57,9 @@ int mx_log_level_parse (const char *text, mx_log_level_t *level);
 
 //  Lines dropped because the queue was full or the journal refused them.
 uint64_t mx_log_dropped (void);
+
+//  msgx_log_dropped_total, mirroring mx_log_dropped () when a scrape asks.
+mx_metrics_counter_t *mx_log_dropped_metric (void);
 
 //  Log msg (printf-style) for actor. fields, if not NULL, is a JSON object
 //  whose members are added to the line; the call takes ownership of it.

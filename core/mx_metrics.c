@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "mx_text.h"
-#include "mx_version.h"
 
 typedef enum { S_COUNTER, S_GAUGE, S_HISTOGRAM } s_type_t;
 
@@ -197,6 +196,14 @@ mx_metrics_counter (const char *name, const char *help, const char *labels)
     s_series_t *series = s_lookup (name, help, labels, S_COUNTER, NULL, 0);
     pthread_mutex_unlock (&s_mutex);
     return (mx_metrics_counter_t *) series;
+}
+
+mx_metrics_counter_t *
+mx_metrics_counter_by (const char *name, const char *help, const char *key, const char *value)
+{
+    char labels [128];
+    snprintf (labels, sizeof labels, "%s=%s", key, value ? value : "");
+    return mx_metrics_counter (name, help, labels);
 }
 
 mx_metrics_gauge_t *
@@ -436,130 +443,4 @@ mx_metrics_reset (void)
     }
     s_families_tail = NULL;
     pthread_mutex_unlock (&s_mutex);
-}
-
-//  ---------------------------------------------------------------------
-//  The metrics of SPEC §8
-
-//  Messages per processor batch (msgx.pipeline.process-batch is at most a
-//  few hundred).
-static const double s_batch_bounds [] = { 1, 2, 5, 10, 20, 50, 100, 200, 500 };
-//  PROCESS -> commit, seconds.
-static const double s_processing_bounds [] = {
-    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
-};
-
-mx_metrics_counter_t *
-mx_metrics_hole_aged_out (void)
-{
-    return mx_metrics_counter ("msgx_pipeline_hole_aged_out_total",
-                               "Mailbox ID holes released by ageing (max-commit-delay passed)", NULL);
-}
-
-mx_metrics_counter_t *
-mx_metrics_late_arrival (void)
-{
-    return mx_metrics_counter ("msgx_pipeline_late_arrival_detected_total",
-                               "Mailbox rows found in released holes after the watermark passed them", NULL);
-}
-
-mx_metrics_counter_t *
-mx_metrics_ingress_failures (const char *failure_class)
-{
-    char labels [64];
-    snprintf (labels, sizeof labels, "class=%s", failure_class ? failure_class : "");
-    return mx_metrics_counter ("msgx_ingress_failures_total",
-                               "Ingress reads of the mailbox that failed, by class (connect, lost, query)", labels);
-}
-
-mx_metrics_counter_t *
-mx_metrics_messages (const char *type, const char *state)
-{
-    char labels [128];
-    snprintf (labels, sizeof labels, "type=%s,state=%s", type ? type : "", state ? state : "");
-    return mx_metrics_counter ("msgx_messages_total",
-                               "Messages that reached a state, by message type", labels);
-}
-
-mx_metrics_counter_t *
-mx_metrics_messages_failed (const char *error_class)
-{
-    char labels [64];
-    snprintf (labels, sizeof labels, "class=%s", error_class ? error_class : "");
-    return mx_metrics_counter ("msgx_messages_failed_total",
-                               "Failed processing attempts, by error class", labels);
-}
-
-mx_metrics_counter_t *
-mx_metrics_messages_dead (const char *error_class)
-{
-    char labels [64];
-    snprintf (labels, sizeof labels, "class=%s", error_class ? error_class : "");
-    return mx_metrics_counter ("msgx_messages_dead_total",
-                               "Messages that ended DEAD, by the error class they ended with", labels);
-}
-
-mx_metrics_counter_t *
-mx_metrics_events_sent (const char *target)
-{
-    char labels [64];
-    snprintf (labels, sizeof labels, "target=%s", target ? target : "");
-    return mx_metrics_counter ("msgx_events_sent_total",
-                               "Outbox events acknowledged by their target", labels);
-}
-
-mx_metrics_counter_t *
-mx_metrics_events_failed (const char *target)
-{
-    char labels [64];
-    snprintf (labels, sizeof labels, "target=%s", target ? target : "");
-    return mx_metrics_counter ("msgx_events_failed_total",
-                               "Outbox event delivery attempts that failed", labels);
-}
-
-mx_metrics_histogram_t *
-mx_metrics_batch_size (void)
-{
-    return mx_metrics_histogram ("msgx_batch_size", "Messages per processing batch", NULL,
-                                 s_batch_bounds, sizeof s_batch_bounds / sizeof s_batch_bounds [0]);
-}
-
-mx_metrics_histogram_t *
-mx_metrics_processing_seconds (void)
-{
-    return mx_metrics_histogram ("msgx_processing_seconds",
-                                 "Seconds from PROCESS to the batch's commit", NULL,
-                                 s_processing_bounds,
-                                 sizeof s_processing_bounds / sizeof s_processing_bounds [0]);
-}
-
-mx_metrics_counter_t *
-mx_metrics_log_dropped (void)
-{
-    return mx_metrics_counter ("msgx_log_dropped_total",
-                               "Log lines dropped because the log queue was full", NULL);
-}
-
-//  Always 1: the version and commit ride in the labels, so a dashboard
-//  can tell which build each instance runs.
-static void
-s_build_info (void)
-{
-    mx_metrics_gauge_set (mx_metrics_gauge ("msgx_build_info", "Version and git commit of this msgxd",
-                                            "version=" MX_VERSION ",commit=" MX_COMMIT), 1);
-}
-
-void
-mx_metrics_register_standard (void)
-{
-    s_build_info ();
-    mx_metrics_hole_aged_out ();
-    mx_metrics_late_arrival ();
-    mx_metrics_events_sent ("KAFKA:msg");
-    mx_metrics_events_sent ("KAFKA:schd");
-    mx_metrics_events_failed ("KAFKA:msg");
-    mx_metrics_events_failed ("KAFKA:schd");
-    mx_metrics_batch_size ();
-    mx_metrics_processing_seconds ();
-    mx_metrics_log_dropped ();
 }

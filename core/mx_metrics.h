@@ -30,6 +30,10 @@ typedef struct _mx_metrics_histogram_t mx_metrics_histogram_t;
 mx_metrics_counter_t *
     mx_metrics_counter (const char *name, const char *help, const char *labels);
 
+//  The same with one label, key=value (value NULL: empty).
+mx_metrics_counter_t *
+    mx_metrics_counter_by (const char *name, const char *help, const char *key, const char *value);
+
 mx_metrics_gauge_t *
     mx_metrics_gauge (const char *name, const char *help, const char *labels);
 
@@ -67,32 +71,7 @@ char *
 void
     mx_metrics_reset (void);
 
-//  ---------------------------------------------------------------------
-//  The metrics of SPEC §8 that other actors update. Each call is a
-//  get-or-create (takes the mutex): keep the handle.
-
-mx_metrics_counter_t *mx_metrics_hole_aged_out (void);          //  msgx_pipeline_hole_aged_out_total
-mx_metrics_counter_t *mx_metrics_late_arrival (void);           //  msgx_pipeline_late_arrival_detected_total
-//  msgx_ingress_failures_total{class}: ingress accesses to the mailbox that
-//  failed, by class (connect, lost, query: mx_mailbox_failure_name).
-mx_metrics_counter_t *mx_metrics_ingress_failures (const char *failure_class);
-//  msgx_messages_total{type,state}: state a terminal proc_state state.
-mx_metrics_counter_t *mx_metrics_messages (const char *type, const char *state);
-//  msgx_messages_failed_total{class}: class an error class (INFRA, CODEC_ERROR, ...).
-mx_metrics_counter_t *mx_metrics_messages_failed (const char *error_class);
-//  msgx_messages_dead_total{class}: messages that ended DEAD, by the class
-//  they ended with (MALFORMED, PROTOCOL, EXHAUSTED, ...).
-mx_metrics_counter_t *mx_metrics_messages_dead (const char *error_class);
-mx_metrics_counter_t *mx_metrics_events_sent (const char *target);    //  msgx_events_sent_total{target}
-mx_metrics_counter_t *mx_metrics_events_failed (const char *target);  //  msgx_events_failed_total{target}
-mx_metrics_histogram_t *mx_metrics_batch_size (void);           //  msgx_batch_size (messages per batch)
-mx_metrics_histogram_t *mx_metrics_processing_seconds (void);   //  msgx_processing_seconds (PROCESS -> commit)
-mx_metrics_counter_t *mx_metrics_log_dropped (void);            //  msgx_log_dropped_total
-
-//  Registers all of the above (label-less ones, and the event counters for
-//  both Kafka targets) so a scrape shows them from the start, and sets the
-//  gauge msgx_build_info{version,commit} to 1.
-void
-    mx_metrics_register_standard (void);
+//  Each metric is declared (name, help, type, labels) by the module that
+//  counts it, next to the counting: core keeps only the registry.
 
 #endif

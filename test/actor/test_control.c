@@ -210,6 +210,18 @@ s_admin (const mx_config_t *config, const char *verb, const char *args, char **p
     return verdict;
 }
 
+//  One admin round trip that must end with verdict and payload.
+static void
+s_admin_expect (const mx_config_t *config, const char *verb, const char *verdict, const char *payload)
+{
+    char *got = NULL;
+    char *got_verdict = s_admin (config, verb, "{}", &got);
+    assert_string_equal (got_verdict, verdict);
+    assert_string_equal (got, payload);
+    zstr_free (&got_verdict);
+    zstr_free (&got);
+}
+
 static json_t *
 s_status (const mx_config_t *config)
 {
@@ -247,9 +259,10 @@ test_active_starts_children_in_order_and_stops_in_reverse (void **state)
     json_t *status = s_status (config);
     assert_string_equal (json_string_value (json_object_get (status, "role")), "active");
     json_t *actors = json_object_get (json_object_get (status, "pipeline"), "actors");
-    assert_int_equal (json_array_size (actors), 4);
+    assert_int_equal (json_array_size (actors), 5);
     assert_string_equal (json_string_value (json_array_get (actors, 0)), "control");
-    assert_string_equal (json_string_value (json_array_get (actors, 3)), "gamma");
+    assert_string_equal (json_string_value (json_array_get (actors, 1)), "reader");
+    assert_string_equal (json_string_value (json_array_get (actors, 4)), "gamma");
     assert_false (json_is_true (json_object_get (json_object_get (status, "pipeline"), "paused")));
     assert_int_equal (json_integer_value (json_object_get (json_object_get (status, "cursor"), "w")), 0);
     assert_true (json_is_null (json_object_get (status, "head")));
@@ -314,7 +327,8 @@ test_standby_takes_over_when_active_goes (void **state)
     zactor_t *b = s_control_start (&args_b);
     status = s_status (config_b);
     assert_string_equal (json_string_value (json_object_get (status, "role")), "standby");
-    assert_int_equal (json_array_size (json_object_get (json_object_get (status, "pipeline"), "actors")), 1);
+    //  control and its reader: no child runs on a standby.
+    assert_int_equal (json_array_size (json_object_get (json_object_get (status, "pipeline"), "actors")), 2);
     json_decref (status);
 
     //  A standby refuses commands that would change the pipeline.
@@ -373,21 +387,12 @@ test_pause_and_resume_reach_every_child (void **state)
     mx_config_t *config = s_config (fx, "p", NULL);
     mx_control_args_t args = { config, fx->clock, s_children, 3, NULL, NULL };
     zactor_t *control = s_control_start (&args);
-    char *payload = NULL;
-    char *verdict = s_admin (config, "pause", "{}", &payload);
-    assert_string_equal (verdict, "OK");
-    assert_string_equal (payload, "{\"paused\":true}");
-    zstr_free (&verdict);
-    zstr_free (&payload);
+    s_admin_expect (config, "pause", "OK", "{\"paused\":true}");
     assert_true (s_record_wait ("gamma:PAUSE", 5000));
     json_t *status = s_status (config);
     assert_true (json_is_true (json_object_get (json_object_get (status, "pipeline"), "paused")));
     json_decref (status);
-    verdict = s_admin (config, "resume", "{}", &payload);
-    assert_string_equal (verdict, "OK");
-    assert_string_equal (payload, "{\"paused\":false}");
-    zstr_free (&verdict);
-    zstr_free (&payload);
+    s_admin_expect (config, "resume", "OK", "{\"paused\":false}");
     assert_true (s_record_wait ("alpha:RESUME", 5000));
     assert_true (s_record_wait ("beta:RESUME", 5000));
     assert_true (s_record_wait ("gamma:RESUME", 5000));
@@ -437,12 +442,107 @@ test_child_fatal_stops_everything (void **state)
     mx_cmd_done (&rest);
     json_t *status = s_status (config);
     assert_string_equal (json_string_value (json_object_get (status, "role")), "fenced");
-    assert_int_equal (json_array_size (json_object_get (json_object_get (status, "pipeline"), "actors")), 1);
+    //  The reader still answers for the fenced instance.
+    assert_int_equal (json_array_size (json_object_get (json_object_get (status, "pipeline"), "actors")), 2);
     json_decref (status);
     zactor_destroy (&control);
     char *events = s_record_select (":STOP");
     assert_string_equal (events, "gamma:STOP beta:STOP alpha:STOP");
     free (events);
+    mx_config_destroy (&config);
+}
+
+//  One statement on the test's own session; it must succeed.
+static void
+s_exec (PGconn *conn, const char *sql)
+{
+    PGresult *result = PQexec (conn, sql);
+    if (PQresultStatus (result) != PGRES_COMMAND_OK && PQresultStatus (result) != PGRES_TUPLES_OK)
+        fail_msg ("%s: %s", sql, PQerrorMessage (conn));
+    PQclear (result);
+}
+
+//  Until the reader's session waits for a lock (bounded: a read that never
+//  waits fails the test).
+static bool
+s_reader_waits (PGconn *conn)
+{
+    struct timespec until, now;
+    clock_gettime (CLOCK_MONOTONIC, &until);
+    until.tv_sec += 10;
+    do {
+        PGresult *result = PQexec (conn, "SELECT count(*) FROM pg_stat_activity"
+                                         " WHERE application_name = 'msgxd-reader' AND wait_event_type = 'Lock'");
+        bool waiting = PQresultStatus (result) == PGRES_TUPLES_OK && strcmp (PQgetvalue (result, 0, 0), "1") == 0;
+        PQclear (result);
+        if (waiting)
+            return true;
+        clock_gettime (CLOCK_MONOTONIC, &now);
+    } while (now.tv_sec < until.tv_sec || (now.tv_sec == until.tv_sec && now.tv_nsec < until.tv_nsec));
+    return false;
+}
+
+static bool
+s_answered (zsock_t *req)
+{
+    zmq_pollitem_t item = { zsock_resolve (req), 0, ZMQ_POLLIN, 0 };
+    return zmq_poll (&item, 1, 0) == 1;
+}
+
+//  A status read that waits on a lock holds up neither pause nor fencing:
+//  both are answered while the read still waits, and the read completes
+//  once the lock goes.
+static void
+test_pause_and_fencing_answer_while_a_read_waits (void **state)
+{
+    fixture_t *fx = *state;
+    mx_config_t *config = s_config (fx, "slow", NULL);
+    mx_control_args_t args = { config, fx->clock, s_children, 1, NULL, NULL };
+    zactor_t *control = s_control_start (&args);
+    json_t *status = s_status (config);
+    assert_string_equal (json_string_value (json_object_get (status, "role")), "active");
+    json_decref (status);
+
+    PGconn *holder = PQconnectdb (mx_testpg_conninfo (fx->pg));
+    assert_int_equal (PQstatus (holder), CONNECTION_OK);
+    s_exec (holder, "BEGIN");
+    s_exec (holder, "LOCK TABLE inbox_cursor IN ACCESS EXCLUSIVE MODE");
+    zsock_t *slow = zsock_new_req (config->admin_endpoint);
+    assert_non_null (slow);
+    zstr_sendm (slow, "status");
+    zstr_send (slow, "{}");
+    assert_true (s_reader_waits (holder));
+
+    s_admin_expect (config, "pause", "OK", "{\"paused\":true}");
+    assert_true (s_record_wait ("alpha:PAUSE", 5000));
+    assert_false (s_answered (slow));
+
+    s_exec (holder, "SELECT pg_terminate_backend (pid) FROM pg_stat_activity WHERE application_name = 'msgxd-lock'");
+    zmsg_t *rest = NULL;
+    assert_int_equal (mx_cmd_recv_timeout (zactor_sock (control), 10000, &rest), MX_CMD_FATAL);
+    assert_int_equal (mx_cmd_pop_int (rest), MX_EXIT_FENCED);
+    char *reason = mx_cmd_pop_str (rest);
+    assert_non_null (strstr (reason, "lost the PostgreSQL connection holding the instance lock"));
+    free (reason);
+    mx_cmd_done (&rest);
+    assert_true (s_record_wait ("alpha:STOP", 5000));
+    assert_false (s_answered (slow));
+
+    s_exec (holder, "ROLLBACK");
+    PQfinish (holder);
+    zmq_pollitem_t item = { zsock_resolve (slow), 0, ZMQ_POLLIN, 0 };
+    assert_int_equal (zmq_poll (&item, 1, 10000), 1);
+    char *verdict = NULL, *payload = NULL;
+    zstr_recvx (slow, &verdict, &payload, NULL);
+    assert_string_equal (verdict, "OK");
+    zstr_free (&verdict);
+    zstr_free (&payload);
+    zsock_destroy (&slow);
+    status = s_status (config);
+    assert_string_equal (json_string_value (json_object_get (status, "role")), "fenced");
+    assert_true (json_is_true (json_object_get (json_object_get (status, "pipeline"), "paused")));
+    json_decref (status);
+    zactor_destroy (&control);
     mx_config_destroy (&config);
 }
 
@@ -547,7 +647,7 @@ test_unreachable_postgres_is_reported_not_hidden (void **state)
     assert_non_null (pg);
     assert_string_not_equal (pg, "ok");
     assert_true (json_is_null (json_object_get (status, "cursor")));
-    assert_int_equal (json_array_size (json_object_get (json_object_get (status, "pipeline"), "actors")), 1);
+    assert_int_equal (json_array_size (json_object_get (json_object_get (status, "pipeline"), "actors")), 2);
     json_decref (status);
     zactor_destroy (&control);
     char *events = s_record_join ();
@@ -602,6 +702,7 @@ main (void)
         cmocka_unit_test_setup_teardown (test_pause_and_resume_reach_every_child, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_autostart_false_starts_children_paused, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_child_fatal_stops_everything, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_pause_and_fencing_answer_while_a_read_waits, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_bad_admin_requests_are_refused_with_a_reason, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_admin_endpoint_in_use_refuses_start, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_admin_group_opens_the_socket_to_its_members, s_setup, s_teardown),

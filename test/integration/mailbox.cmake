@@ -1,4 +1,2 @@
-# The shared MariaDB mailbox (db/mx_mailbox) and the compat HTTP entry
-# (actors/mx_http), against the test MariaDB and PostgreSQL.
+# The shared MariaDB mailbox (db/mx_mailbox), against the test MariaDB.
 mx_add_test(test_mailbox SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_mailbox.c LIBS mx_db LABELS integration)
-mx_add_test(test_http SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_http.c LIBS mx_testactor LABELS integration)

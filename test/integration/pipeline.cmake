@@ -1,3 +1,2 @@
-mx_add_test(test_pipeline SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_pipeline.c LIBS mx_testactor LABELS integration)
 mx_add_test(test_crash SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_crash.c LIBS mx_db LABELS integration TIMEOUT 900)
 add_dependencies(test_crash msgxd msgx-gen)

@@ -1,6 +1,7 @@
 /*  Unit tests of the metrics registry (core/mx_metrics): the exact
     Prometheus text, label escaping, NaN for unknown gauges, histograms,
-    and lock-free updates from several threads.  */
+    lock-free updates from several threads, and the metrics the actors
+    declare next to their counting, registered from the start.  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,7 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mx_actor.h"
+#include "mx_delivery.h"
 #include "mx_metrics.h"
+#include "mx_processor.h"
 #include "mx_version.h"
 
 static int
@@ -131,10 +135,10 @@ static void
 test_standard (void **state)
 {
     (void) state;
-    mx_metrics_register_standard ();
-    mx_metrics_add (mx_metrics_messages ("FLOP", "SUCCEEDED"), 2);
-    mx_metrics_add (mx_metrics_events_sent ("KAFKA:msg"), 5);
-    mx_metrics_histogram_observe (mx_metrics_batch_size (), 7);
+    mx_actors_register_metrics ();
+    mx_metrics_add (mx_processor_messages ("FLOP", "SUCCEEDED"), 2);
+    mx_metrics_add (mx_delivery_events_sent ("KAFKA:msg"), 5);
+    mx_metrics_histogram_observe (mx_processor_batch_size (), 7);
     char *text = mx_metrics_render ();
     assert_non_null (strstr (text, "# TYPE msgx_pipeline_hole_aged_out_total counter\n"
                                    "msgx_pipeline_hole_aged_out_total 0\n"));

@@ -26,6 +26,7 @@
 #include "mx_clock.h"
 #include "mx_config.h"
 #include "mx_http.h"
+#include "mx_ingress.h"
 #include "mx_metrics.h"
 #include "mx_metrics_actor.h"
 #include "mx_migrate.h"
@@ -220,7 +221,7 @@ test_values_match_the_database (void **state)
     free (reply.body);
 
     //  A counter another actor increments shows on the next scrape.
-    mx_metrics_add (mx_metrics_late_arrival (), 2);
+    mx_metrics_add (mx_ingress_late_arrival (), 2);
     s_get (fx, "/metrics", &reply);
     s_expect_sample (reply.body, "msgx_pipeline_late_arrival_detected_total", "2");
     free (reply.body);

@@ -330,8 +330,8 @@ static void
 test_unreadable_mailbox_is_a_failure_not_an_empty_batch (void **state)
 {
     fixture_t *fx = *state;
-    mx_metrics_counter_t *connect = mx_metrics_ingress_failures ("connect");
-    mx_metrics_counter_t *query = mx_metrics_ingress_failures ("query");
+    mx_metrics_counter_t *connect = mx_inbox_failures ("connect");
+    mx_metrics_counter_t *query = mx_inbox_failures ("query");
     uint64_t connects = mx_metrics_counter_value (connect), queries = mx_metrics_counter_value (query);
     //  A mailbox the query fails on: counted as query.
     s_mailbox_sql (fx, "RENAME TABLE CMINMSGS TO CMINMSGS_AWAY");
