@@ -462,26 +462,6 @@ s_exec (PGconn *conn, const char *sql)
     PQclear (result);
 }
 
-//  Until the reader's session waits for a lock (bounded: a read that never
-//  waits fails the test).
-static bool
-s_reader_waits (PGconn *conn)
-{
-    struct timespec until, now;
-    clock_gettime (CLOCK_MONOTONIC, &until);
-    until.tv_sec += 10;
-    do {
-        PGresult *result = PQexec (conn, "SELECT count(*) FROM pg_stat_activity"
-                                         " WHERE application_name = 'msgxd-reader' AND wait_event_type = 'Lock'");
-        bool waiting = PQresultStatus (result) == PGRES_TUPLES_OK && strcmp (PQgetvalue (result, 0, 0), "1") == 0;
-        PQclear (result);
-        if (waiting)
-            return true;
-        clock_gettime (CLOCK_MONOTONIC, &now);
-    } while (now.tv_sec < until.tv_sec || (now.tv_sec == until.tv_sec && now.tv_nsec < until.tv_nsec));
-    return false;
-}
-
 static bool
 s_answered (zsock_t *req)
 {
@@ -511,13 +491,21 @@ test_pause_and_fencing_answer_while_a_read_waits (void **state)
     assert_non_null (slow);
     zstr_sendm (slow, "status");
     zstr_send (slow, "{}");
-    assert_true (s_reader_waits (holder));
+    //  Watched from a session of its own: inside the holder's transaction
+    //  pg_stat_activity would stay the snapshot of its first read.
+    PGconn *watcher = PQconnectdb (mx_testpg_conninfo (fx->pg));
+    assert_int_equal (PQstatus (watcher), CONNECTION_OK);
+    mx_testpg_wait (watcher, "SELECT count(*) = 1 FROM pg_stat_activity WHERE application_name = 'msgxd-reader'"
+                             " AND wait_event_type = 'Lock' AND datname = current_database()");
+    PQfinish (watcher);
 
     s_admin_expect (config, "pause", "OK", "{\"paused\":true}");
     assert_true (s_record_wait ("alpha:PAUSE", 5000));
     assert_false (s_answered (slow));
 
-    s_exec (holder, "SELECT pg_terminate_backend (pid) FROM pg_stat_activity WHERE application_name = 'msgxd-lock'");
+    //  This test's database only: other tests share the server.
+    s_exec (holder, "SELECT pg_terminate_backend (pid) FROM pg_stat_activity"
+                    " WHERE application_name = 'msgxd-lock' AND datname = current_database()");
     zmsg_t *rest = NULL;
     assert_int_equal (mx_cmd_recv_timeout (zactor_sock (control), 10000, &rest), MX_CMD_FATAL);
     assert_int_equal (mx_cmd_pop_int (rest), MX_EXIT_FENCED);
