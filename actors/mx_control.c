@@ -57,6 +57,27 @@ typedef struct {
 } s_control_t;
 
 static void s_set_role (s_control_t *self, s_role_t role, const char *why);
+
+static mx_metrics_counter_t *
+s_fenced_metric (void)
+{
+    return mx_metrics_counter ("msgx_instance_fenced_total",
+                               "Times the connection holding the instance lock broke while active (exit 75)", NULL);
+}
+
+static mx_metrics_counter_t *
+s_takeovers_metric (void)
+{
+    return mx_metrics_counter ("msgx_instance_takeovers_total",
+                               "Times this instance took the lock over after waiting as standby (a failover)", NULL);
+}
+
+void
+mx_control_register_metrics (void)
+{
+    s_fenced_metric ();
+    s_takeovers_metric ();
+}
 static void s_tell_reader (s_control_t *self);
 
 //  ---------------------------------------------------------------------
@@ -381,6 +402,7 @@ s_lock_readable (s_control_t *self)
         s_lock_disconnect (self);
         if (self->role == ROLE_ACTIVE) {
             //  Fencing: another instance may own the lock by now.
+            mx_metrics_add (s_fenced_metric (), 1);
             s_fatal (self, MX_EXIT_FENCED, why);
             s_set_role (self, ROLE_FENCED, "lock lost; all writes stopped");
         }
@@ -393,8 +415,10 @@ s_lock_readable (s_control_t *self)
         free (why);
     }
     else
-    if (rc == 1)
+    if (rc == 1) {
+        mx_metrics_add (s_takeovers_metric (), 1);
         s_become_active (self);
+    }
 }
 
 static void

@@ -29,4 +29,9 @@ typedef struct {
 //  zactor function; args is an mx_control_args_t owned by the caller.
 void mx_control_actor (zsock_t *pipe, void *args);
 
+//  msgx_instance_fenced_total (the lock connection broke while active: the
+//  instance stops and exits 75) and msgx_instance_takeovers_total (a
+//  standby was granted the lock: a failover), at 0 (msgxd's start).
+void mx_control_register_metrics (void);
+
 #endif

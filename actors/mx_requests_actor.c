@@ -76,9 +76,32 @@ s_pg (s_requests_t *self, char **error)
 }
 
 //  Keep the reason on the request; a failure to do so is only logged.
+const char *const mx_requests_outcomes [] = { "sent", "answered", "failed", "timeout" };
+const size_t mx_requests_outcome_count = sizeof mx_requests_outcomes / sizeof mx_requests_outcomes [0];
+
+mx_metrics_counter_t *
+mx_requests_outcome (mx_request_kind_t kind, const char *outcome)
+{
+    char labels [64];
+    snprintf (labels, sizeof labels, "kind=%s,outcome=%s", mx_request_kind_name (kind), outcome);
+    return mx_metrics_counter ("msgx_requests_total",
+                               "Requests upstream (RQFD schedule, RQRD reference) by outcome", labels);
+}
+
+void
+mx_requests_register_metrics (void)
+{
+    const mx_request_kind_t kinds [] = { MX_REQUEST_RQFD, MX_REQUEST_RQRD };
+    for (size_t k = 0; k < 2; k++)
+        for (size_t i = 0; i < mx_requests_outcome_count; i++)
+            mx_requests_outcome (kinds [k], mx_requests_outcomes [i]);
+}
+
+//  A send attempt that failed: counted, recorded on the request.
 static void
 s_note (s_requests_t *self, const mx_requests_row_t *row, const char *text)
 {
+    mx_metrics_add (mx_requests_outcome (row->request.kind, "failed"), 1);
     char *error = NULL;
     if (mx_requests_note_error (self->pg, row->id, text, &error)) {
         mx_warn (ACTOR, "cannot record the send failure of request %" PRId64 ": %s", row->id, error);
@@ -104,6 +127,8 @@ s_marked_sent (s_requests_t *self, const mx_requests_row_t *row, int64_t coutmsg
         s_problem (self, line);
         return;
     }
+    if (written > 0)
+        mx_metrics_add (mx_requests_outcome (row->request.kind, "sent"), 1);
     json_t *fields = s_fields (row);
     json_object_set_new (fields, "coutmsgs_id", json_integer (coutmsgs_id));
     if (written == 0)
@@ -196,11 +221,13 @@ s_expire (s_requests_t *self, int64_t now)
         s_problem (self, error);
         return;
     }
-    for (int i = 0; i < count && i < 2; i++)
+    for (int i = 0; i < count && i < 2; i++) {
+        mx_metrics_add (mx_requests_outcome (expired [i].request.kind, "timeout"), 1);
         mx_log_emit (MX_LOG_WARN, ACTOR, s_fields (&expired [i]), "request %" PRId64 " %s SEQN %06d expired: %s",
                      expired [i].id, mx_request_kind_name (expired [i].request.kind), expired [i].request.seqn,
                      expired [i].sent_at < 0 ? "never sent within msgx.requests.timeout"
                                              : "no response within msgx.requests.timeout");
+    }
 }
 
 static int
