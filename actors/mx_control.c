@@ -494,6 +494,49 @@ s_admin_route (s_control_t *self, zframe_t **identity, mx_admin_t admin, const c
     mx_cmd_send (zactor_sock (child->actor), MX_CMD_ADMIN, self->admin_sequence, mx_admin_verb (admin), args_text);
 }
 
+//  log-level: the level of every actor or of one (a name that logs: main,
+//  config, control, reader, or a child in the table), logged whatever the
+//  level with who asked. No restart, so the role and the lock stay.
+static void
+s_log_level (s_control_t *self, zframe_t **identity, json_t *args)
+{
+    const char *text = json_string_value (json_object_get (args, "level"));
+    const char *actor = json_string_value (json_object_get (args, "actor"));
+    const char *os_user = json_string_value (json_object_get (args, "os_user"));
+    mx_log_level_t level;
+    if (mx_log_level_parse (text, &level)) {
+        s_admin_reply (self, identity, "ERR", "log-level: the level must be debug, info, warn or error");
+        return;
+    }
+    bool known = !actor || streq (actor, "main") || streq (actor, "config") || streq (actor, ACTOR)
+              || streq (actor, "reader");
+    for (size_t i = 0; actor && !known && i < mx_pipeline_actor_count; i++)
+        known = streq (actor, mx_pipeline_actors [i].name);
+    if (!known) {
+        char *why = zsys_sprintf ("log-level: no actor '%.32s' (main, config, control, reader, or one of"
+                                  " msgxctl status's actors)", actor);
+        s_admin_reply (self, identity, "ERR", why);
+        free (why);
+        return;
+    }
+    json_t *before = mx_log_levels ();
+    if (actor)
+        mx_log_set_actor_level (actor, (int) level);
+    else {
+        mx_log_set_level (level);
+        mx_log_clear_actor_levels ();
+    }
+    json_t *after = mx_log_levels ();
+    char *was = json_dumps (before, JSON_COMPACT | JSON_SORT_KEYS);
+    mx_log_notice (ACTOR, json_pack ("{s:s,s:s?,s:s}", "level", text, "target_actor", actor,
+                                     "os_user", os_user ? os_user : "unknown"),
+                   "log level %s for %s%s, set by msgxctl (was %s)", text, actor ? "actor " : "every actor",
+                   actor ? actor : "", was);
+    free (was);
+    json_decref (before);
+    s_admin_reply_json (self, identity, after);
+}
+
 static void
 s_handle_admin (s_control_t *self)
 {
@@ -516,6 +559,8 @@ s_handle_admin (s_control_t *self)
     json_error_t json_error;
     json_t *args = args_text ? json_loads (args_text, 0, &json_error) : NULL;
     mx_admin_t admin = mx_admin_lookup (verb);
+    if (verb)
+        mx_log_emit (MX_LOG_DEBUG, ACTOR, json_pack ("{s:s}", "verb", verb), "admin request %.64s", verb);
 
     if (!verb || !args || !json_is_object (args) || zmsg_size (request) != 0) {
         s_admin_reply (self, &identity, "ERR", "malformed request: expected verb + one JSON object of arguments");
@@ -533,6 +578,9 @@ s_handle_admin (s_control_t *self)
     else
     if (strcmp (mx_admin_owner (admin), "control") != 0)
         s_admin_route (self, &identity, admin, args_text);
+    else
+    if (admin == MX_ADMIN_LOG_LEVEL)
+        s_log_level (self, &identity, args);
     else {
         assert (admin == MX_ADMIN_PAUSE || admin == MX_ADMIN_RESUME);
         bool pause = admin == MX_ADMIN_PAUSE;

@@ -122,6 +122,16 @@ static const s_verb_t s_verbs [] = {
       "  reference      a reference list by name, e.g. SLST\n"
       "  --json         the daemon's reply as JSON\n"
       "Registered in REQ_TRACK and sent once through COUTMSGS.\n", true },
+    { MX_ADMIN_LOG_LEVEL, "log-level", "log-level LEVEL [ACTOR] [--json]",
+      "change the log level at once, without a restart",
+      "  LEVEL          debug, info, warn or error: the lowest level written\n"
+      "  ACTOR          only this actor (e.g. processor, ingress; msgxctl status lists\n"
+      "                 them, plus main and config); without it every actor, and\n"
+      "                 the levels set for single actors are dropped\n"
+      "  --json         the daemon's reply as JSON\n"
+      "The instance keeps its role (no restart). Lasts until the next restart or\n"
+      "reload (SIGHUP: systemctl reload msgxd), which set msgx.log.level again.\n"
+      "Answered by a standby too.\n", true },
 };
 #define VERB_COUNT (sizeof s_verbs / sizeof s_verbs [0])
 
@@ -1048,6 +1058,17 @@ s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_
         if (admin == MX_ADMIN_REQUEST && arg [0] != '-' && json_object_get (args, "kind")
         &&  !json_object_get (args, "list"))
             json_object_set_new (args, "list", json_string (arg));
+        else
+        if (admin == MX_ADMIN_LOG_LEVEL && arg [0] != '-' && !json_object_get (args, "level")) {
+            if (strcmp (arg, "debug") && strcmp (arg, "info") && strcmp (arg, "warn") && strcmp (arg, "error")) {
+                fprintf (stderr, "msgxctl: log-level: '%s' is not a level (debug, info, warn or error)\n", arg);
+                return -1;
+            }
+            json_object_set_new (args, "level", json_string (arg));
+        }
+        else
+        if (admin == MX_ADMIN_LOG_LEVEL && arg [0] != '-' && !json_object_get (args, "actor"))
+            json_object_set_new (args, "actor", json_string (arg));
         else {
             fprintf (stderr, "msgxctl: %s: unexpected argument '%s' (msgxctl help %s)\n",
                      mx_admin_verb (admin), arg, s_verb_of (admin)->name);
@@ -1087,6 +1108,10 @@ s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_
     }
     if (admin == MX_ADMIN_SHOW && !json_object_get (args, "msg_id")) {
         fprintf (stderr, "msgxctl: show needs a message ID\n");
+        return -1;
+    }
+    if (admin == MX_ADMIN_LOG_LEVEL && !json_object_get (args, "level")) {
+        fprintf (stderr, "msgxctl: log-level needs a level: debug, info, warn or error\n");
         return -1;
     }
     if (admin == MX_ADMIN_CUTOVER && !json_object_get (args, "watermark")) {
@@ -1130,6 +1155,17 @@ s_print_simple (mx_admin_t admin, json_t *reply)
                     json_integer_value (json_object_get (reply, "seqn")),
                     s_text (json_object_get (reply, "state"), "?"));
             break;
+        case MX_ADMIN_LOG_LEVEL: {
+            //  "log level info; processor debug": the global one, then
+            //  each actor that has its own.
+            printf ("log level %s", s_text (json_object_get (reply, "level"), "?"));
+            const char *name;
+            json_t *level;
+            json_object_foreach (json_object_get (reply, "actors"), name, level)
+                printf ("; %s %s", name, s_text (level, "?"));
+            printf ("\n");
+            break;
+        }
         default:
             s_print_json (reply);
     }

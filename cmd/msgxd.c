@@ -69,7 +69,9 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
     S_ADVICE (stubs) =
         "Leave false. Only for development without servers.",
     S_ADVICE (log_level) =
-        "info in service; debug for a short while to follow one problem (several lines per message).",
+        "info in service; debug for a short while to follow one problem (several lines per message). "
+        "Change it without a restart: edit it here and systemctl reload msgxd, or for one actor "
+        "msgxctl log-level debug processor (until the next reload or restart).",
     S_ADVICE (pg_conninfo) =
         "msgexchange's own database, never the mailbox. Keep the password out of this file: put it "
         "in a pgpass file (the systemd unit sets PGPASSFILE=/etc/msgxd/pgpass) or give the whole "
@@ -477,6 +479,73 @@ s_print_sample (FILE *out, bool prod)
     return 0;
 }
 
+//  A bad command line: one log line like any other (JSON, or the journal),
+//  naming what is wrong; the options themselves are on --help.
+static int
+s_usage_error (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+
+static int
+s_usage_error (const char *fmt, ...)
+{
+    va_list args;
+    va_start (args, fmt);
+    char *what = zsys_vprintf (fmt, args);
+    va_end (args);
+    mx_log_emit (MX_LOG_ERROR, ACTOR, json_pack ("{s:s}", "hint", "msgxd --help lists the options"),
+                 "bad command line: %s", what ? what : "?");
+    free (what);
+    return 2;
+}
+
+//  SIGHUP: the configuration read again as at start (file < environment).
+//  What may change at runtime is applied: msgx.log.level, for every actor
+//  (levels set for single actors by msgxctl are dropped). Other changed keys
+//  are named: they wait for a restart. A configuration that does not load
+//  is refused line by line and the running settings stay. Nothing is
+//  stopped, so the instance keeps its role and the instance lock.
+static void
+s_reload (const char *config_path, const mx_config_t *running)
+{
+    zlist_t *errors = NULL, *warnings = NULL;
+    mx_config_t *fresh = mx_config_load (config_path, environ, &errors, &warnings);
+    for (char *line = warnings ? (char *) zlist_first (warnings) : NULL; line; line = (char *) zlist_next (warnings))
+        mx_warn (CONFIG_ACTOR, "config warning: %s", line);
+    zlist_destroy (&warnings);
+    if (!fresh) {
+        for (char *line = errors ? (char *) zlist_first (errors) : NULL; line; line = (char *) zlist_next (errors))
+            mx_error (CONFIG_ACTOR, "config error: %s", line);
+        mx_error (CONFIG_ACTOR, "reload refused: %zu configuration problem%s; the running settings stay",
+                  errors ? zlist_size (errors) : 0, errors && zlist_size (errors) == 1 ? "" : "s");
+        zlist_destroy (&errors);
+        return;
+    }
+    zlist_destroy (&errors);
+    json_t *was = mx_config_to_json (running), *now = mx_config_to_json (fresh);
+    zchunk_t *waiting = zchunk_new (NULL, 256);
+    const char *key;
+    json_t *value;
+    json_object_foreach (now, key, value)
+        if (strcmp (key, "msgx.log.level") != 0 && !json_equal (value, json_object_get (was, key))) {
+            zchunk_extend (waiting, zchunk_size (waiting) ? ", " : "", zchunk_size (waiting) ? 2 : 0);
+            zchunk_extend (waiting, key, strlen (key));
+        }
+    mx_log_level_t level = MX_LOG_INFO;
+    mx_log_level_parse (fresh->log_level, &level);
+    const char *before = mx_log_level_name (mx_log_level ());
+    mx_log_set_level (level);
+    mx_log_clear_actor_levels ();
+    mx_log_notice (CONFIG_ACTOR, json_pack ("{s:s}", "level", fresh->log_level),
+                   "configuration reloaded (SIGHUP): msgx.log.level %s for every actor (was %s)",
+                   fresh->log_level, before);
+    if (zchunk_size (waiting))
+        mx_warn (CONFIG_ACTOR, "changed in the configuration but applied only at the next restart: %.*s",
+                 (int) zchunk_size (waiting), (char *) zchunk_data (waiting));
+    zchunk_destroy (&waiting);
+    json_decref (was);
+    json_decref (now);
+    mx_config_destroy (&fresh);
+}
+
 //  Shutdown must finish within SHUTDOWN_LIMIT_S; a stuck thread must not
 //  keep a dying instance alive (PostgreSQL rolls back what it held).
 static void
@@ -506,8 +575,12 @@ main (int argc, char **argv)
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 }
     };
+    //  Every line goes through mx_log, usage errors included: JSON lines, or
+    //  the journal when systemd connected stderr to it.
+    mx_log_set_journal (mx_log_fd_is_journal (STDERR_FILENO));
+    opterr = 0;
     int opt;
-    while ((opt = getopt_long (argc, argv, "c:h", options, NULL)) != -1) {
+    while ((opt = getopt_long (argc, argv, ":c:h", options, NULL)) != -1) {
         switch (opt) {
             case 'c': config_path = optarg; break;
             case 'k': check_only = true; break;
@@ -516,23 +589,18 @@ main (int argc, char **argv)
             case 's':
                 if (streq (optarg, "dev") || streq (optarg, "prod"))
                     return s_print_sample (stdout, streq (optarg, "prod"));
-                fprintf (stderr, "msgxd: --config-sample takes dev or prod, not '%s'\n", optarg);
-                return 2;
+                return s_usage_error ("--config-sample takes dev or prod, not '%s'", optarg);
             case 'v': printf ("msgxd %s (commit %s)\n", MX_VERSION, MX_COMMIT); return 0;
             case 'h': s_usage (stdout); return 0;
-            default:  s_usage (stderr); return 2;
+            case ':': return s_usage_error ("%s needs a value", argv [optind - 1]);
+            default:  return s_usage_error ("unknown option '%s'", argv [optind - 1]);
         }
     }
-    if (optind < argc) {
-        fprintf (stderr, "msgxd: unexpected argument '%s'\n", argv [optind]);
-        s_usage (stderr);
-        return 2;
-    }
+    if (optind < argc)
+        return s_usage_error ("unexpected argument '%s'", argv [optind]);
 
-    //  From here on every line goes through mx_log: JSON lines, or the
-    //  journal when systemd connected stderr to it. Configuration problems
-    //  are lines like any other, so `journalctl -p err` and jq find them.
-    mx_log_set_journal (mx_log_fd_is_journal (STDERR_FILENO));
+    //  Configuration problems are lines like any other, so `journalctl -p
+    //  err` and jq find them.
     zlist_t *errors = NULL, *warnings = NULL;
     mx_config_t *config = mx_config_load (config_path, environ, &errors, &warnings);
     for (char *line = warnings ? (char *) zlist_first (warnings) : NULL; line; line = (char *) zlist_next (warnings))
@@ -569,6 +637,7 @@ main (int argc, char **argv)
     sigemptyset (&signals);
     sigaddset (&signals, SIGINT);
     sigaddset (&signals, SIGTERM);
+    sigaddset (&signals, SIGHUP);
     pthread_sigmask (SIG_BLOCK, &signals, NULL);
     signal (SIGPIPE, SIG_IGN);
     int signal_fd = signalfd (-1, &signals, SFD_CLOEXEC);
@@ -638,8 +707,13 @@ main (int argc, char **argv)
             }
             if (items [0].revents & ZMQ_POLLIN) {
                 struct signalfd_siginfo info;
-                if (read (signal_fd, &info, sizeof info) == (ssize_t) sizeof info)
-                    mx_info (ACTOR, "received %s: shutting down", strsignal ((int) info.ssi_signo));
+                if (read (signal_fd, &info, sizeof info) != (ssize_t) sizeof info)
+                    continue;
+                if (info.ssi_signo == SIGHUP) {
+                    s_reload (config_path, config);
+                    continue;
+                }
+                mx_info (ACTOR, "received %s: shutting down", strsignal ((int) info.ssi_signo));
                 break;
             }
             if (items [1].revents & ZMQ_POLLIN) {

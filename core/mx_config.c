@@ -1064,7 +1064,11 @@ mx_config_print_reference (FILE *out)
              "do not edit by hand.\n\n"
              "Precedence: defaults < config file (`msgxd --config FILE`, czmq ZPL) < environment. "
              "Durations take `ms`, `s`, `m`, `h`, `d` (a bare number only in `-ms` keys); lists are "
-             "comma-separated; times of day are `HH:MM` in the airport zone.\n\n");
+             "comma-separated; times of day are `HH:MM` in the airport zone.\n\n"
+             "Reloadable: `msgx.log.level` alone. SIGHUP (`systemctl reload msgxd`) reads the file and "
+             "the environment again and applies it at once, without a restart (the instance keeps its "
+             "role); a configuration that does not load is refused and the running one kept. Every other "
+             "key takes effect at the next start (a reload names the changed ones).\n\n");
     fprintf (out, "| key | environment | type | default | meaning |\n");
     fprintf (out, "|---|---|---|---|---|\n");
     for (int idx = 0; idx < MX_CONFIG_KEY_COUNT; idx++) {
@@ -1129,6 +1133,12 @@ mx_config_print_man (FILE *out)
            "Bad configuration is refused with one line per problem and exit code 78;\n"
            ".B msgxd \\-\\-config FILE \\-\\-check\\-config\n"
            "checks a file without starting.\n"
+           ".PP\n"
+           "Reloadable: msgx.log.level alone. SIGHUP\n"
+           ".RB ( \"systemctl reload msgxd\" )\n"
+           "reads the file and the environment again and applies it at once, without a\n"
+           "restart; a configuration that does not load is refused and the running one\n"
+           "kept. Every other key takes effect at the next start.\n"
            ".SH KEYS\n", out);
     for (int idx = 0; idx < MX_CONFIG_KEY_COUNT; idx++) {
         const s_key_t *key = &s_keys [idx];

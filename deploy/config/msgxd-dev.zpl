@@ -28,10 +28,13 @@ msgx
     stubs = false
 
     log
-        #   lowest log level written: debug, info, warn or error.
+        #   lowest log level written: debug, info, warn or error; reloadable
+        #   (SIGHUP), and per actor at runtime with msgxctl log-level.
         #   Text; default info; environment MSGX_LOG_LEVEL.
         #   info in service; debug for a short while to follow one problem
-        #   (several lines per message).
+        #   (several lines per message). Change it without a restart: edit it
+        #   here and systemctl reload msgxd, or for one actor msgxctl log-level
+        #   debug processor (until the next reload or restart).
         level = info
 
     pg

@@ -110,11 +110,12 @@ test_every_verb_explains_itself (void **state)
         { "dead", "dead", "list", "--help" },
         { "backfill", "backfill", "recover", "--help" },
         { "request", "request", "--help", NULL },
+        { "log-level", "log-level", "--help", NULL },
     };
     const char *synopses [] = {
         "status [--watch", "show MSG_ID", "pause [--json]", "resume [--json]", "replay --class C",
         "replay --events --ids", "cutover min|zero|max|ID", "dead list [--events]",
-        "backfill recover --all", "request schedule --from T",
+        "backfill recover --all", "request schedule --from T", "log-level LEVEL [ACTOR]",
     };
     for (size_t i = 0; i < sizeof verbs / sizeof verbs [0]; i++) {
         char *out = NULL, *err = NULL;
@@ -209,6 +210,11 @@ test_every_verb_refuses_bad_arguments (void **state)
         { { "request", "schedule", "--from", "2026-01-01T00:00" }, "request schedule --from" },
         { { "request", "reference" }, "request reference LIST" },
         { { "request", "weather" }, "unexpected argument 'weather'" },
+        { { "log-level" }, "log-level needs a level" },
+        { { "log-level", "loud" }, "'loud' is not a level (debug, info, warn or error)" },
+        { { "log-level", "DEBUG" }, "'DEBUG' is not a level" },
+        { { "log-level", "debug", "processor", "pump" }, "unexpected argument 'pump'" },
+        { { "log-level", "debug", "--all" }, "unexpected argument '--all'" },
         { { "frobnicate" }, "unknown command 'frobnicate'" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases [0]; i++) {

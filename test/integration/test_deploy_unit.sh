@@ -27,6 +27,7 @@ s_expect () {
 s_expect Type simple
 s_expect User msgx
 s_expect ExecStart "/usr/sbin/msgxd --config /etc/msgxd/msgxd.zpl"
+s_expect ExecReload '/bin/kill -HUP $MAINPID'
 s_expect SupplementaryGroups msgx-admin
 s_expect RuntimeDirectoryMode 0755
 s_expect RuntimeDirectory msgxd
