@@ -386,6 +386,43 @@ s_audit_refused (s_requests_t *self, const char *os_user, const char *args_text,
     free (error);
 }
 
+//  What request would register now, nothing written but the audit row
+//  (dry-run): the kind, its window or list as asked, where it would go, and
+//  the open request of its kind it would supersede. NULL on success.
+static char *
+s_preview (s_requests_t *self, const mx_request_t *request, json_t *args, const char *os_user,
+           const char *args_text, json_t **reply)
+{
+    char *error = NULL;
+    mx_requests_row_t open [2];
+    int count = 0;
+    if (s_pg (self, &error) || mx_requests_open (self->pg, open, &count, &error)) {
+        char *reason = zsys_sprintf ("request preview: %s", error);
+        free (error);
+        return reason;
+    }
+    json_int_t supersedes = -1;
+    for (int i = 0; i < count && i < 2; i++)
+        if (open [i].request.kind == request->kind)
+            supersedes = (json_int_t) open [i].id;
+    bool schedule = request->kind == MX_REQUEST_RQFD;
+    *reply = json_pack ("{s:b,s:s,s:s,s:s,s:s?,s:s?,s:s?}",
+        "dry_run", true, "kind", mx_request_kind_name (request->kind),
+        "routing", schedule ? self->config->mailbox_outbound_routing_rqfd : self->config->mailbox_outbound_routing_rqrd,
+        "zone", mx_tz_name (self->zone),
+        "from", schedule ? json_string_value (json_object_get (args, "from")) : NULL,
+        "to", schedule ? json_string_value (json_object_get (args, "to")) : NULL,
+        "list", schedule ? NULL : request->rtype);
+    json_object_set_new (*reply, "timeout_ms", json_integer ((json_int_t) self->config->requests_timeout));
+    json_object_set_new (*reply, "supersedes", supersedes >= 0 ? json_integer (supersedes) : json_null ());
+    if (mx_audit_write (self->pg, "msgxctl", os_user, "request", args_text, "dry-run", NULL,
+                        mx_clock_now (self->clock), &error)) {
+        mx_warn (ACTOR, "cannot audit a request dry run: %s", error);
+        free (error);
+    }
+    return NULL;
+}
+
 static void
 s_handle_admin (s_requests_t *self, zmsg_t **rest_p)
 {
@@ -412,6 +449,19 @@ s_handle_admin (s_requests_t *self, zmsg_t **rest_p)
     else
     if ((payload = s_parse_request (self, args, &request)))
         s_audit_refused (self, os_user, args_text, payload);
+    else
+    if (json_is_true (json_object_get (args, "dry_run"))) {
+        json_t *reply = NULL;
+        if (!(payload = s_preview (self, &request, args, os_user, args_text, &reply))) {
+            payload = json_dumps (reply, JSON_COMPACT | JSON_PRESERVE_ORDER);
+            json_decref (reply);
+            ok = true;
+        }
+    }
+    else
+    if (!json_is_true (json_object_get (args, "yes")))
+        payload = strdup ("request sends a message upstream through COUTMSGS: add --yes to act, "
+                          "or --dry-run to look first");
     else {
         int64_t now = mx_clock_now (self->clock);
         mx_requests_row_t row;

@@ -96,12 +96,14 @@ static const s_verb_t s_verbs [] = {
       "  --yes          act (without it the daemon refuses and says so)\n"
       "  --json         the daemon's reply as JSON\n"
       "KAFKA:schd sends the newest state of each flight, carrying its older dead states.\n", true },
-    { MX_ADMIN_CUTOVER, "cutover", "cutover min|zero|max|ID [--json]",
+    { MX_ADMIN_CUTOVER, "cutover", "cutover min|zero|max|ID [--dry-run] [--yes] [--json]",
       "seed the watermark W on a fresh instance",
       "  min            below the lowest mailbox ID: process everything in the mailbox\n"
       "  zero           W = 0\n"
       "  max            the highest mailbox ID: process only what arrives from now on\n"
       "  ID             W = ID (a positive integer)\n"
+      "  --dry-run      say which W it would seed, or why it would be refused; seed nothing\n"
+      "  --yes          act (without it the daemon refuses and says so)\n"
       "  --json         the daemon's reply as JSON\n"
       "Refused unless the instance is fresh (W = 0 and proc_state empty).\n", true },
     { MX_ADMIN_DEAD, "dead", "dead list [--events] [--limit N] [--after ID] [--json]",
@@ -111,15 +113,21 @@ static const s_verb_t s_verbs [] = {
       "  --after ID     the rows above ID: the next page after a list that ended at ID\n"
       "  --json         the daemon's reply as JSON (total counts every DEAD row)\n"
       "The last line says how many of how many, and the command for the next page.\n", false },
-    { MX_ADMIN_BACKFILL_RECOVER, "backfill", "backfill recover --all | --id N [N...] [--json]",
+    { MX_ADMIN_BACKFILL_RECOVER, "backfill", "backfill recover --all | --id N [N...] [--dry-run] [--yes] [--json]",
       "re-arm abandoned processed marks for the sweep",
       "  --all          every abandoned mark\n"
       "  --id N [N...]  these message IDs\n"
+      "  --dry-run      list the marks it would re-arm (MISSING or EXHAUSTED, last error);\n"
+      "                 re-arm nothing\n"
+      "  --yes          act (without it the daemon refuses and says so)\n"
       "  --json         the daemon's reply as JSON\n", true },
-    { MX_ADMIN_REQUEST, "request", "request schedule --from T --to T | request reference LIST [--json]",
+    { MX_ADMIN_REQUEST, "request", "request schedule --from T --to T | request reference LIST [--dry-run] [--yes] [--json]",
       "ask the upstream for a schedule window or a reference list",
       "  schedule       a schedule window; T as YYYY-MM-DDTHH:MM\n"
       "  reference      a reference list by name, e.g. SLST\n"
+      "  --dry-run      say what would be sent and which open request it would replace;\n"
+      "                 send nothing\n"
+      "  --yes          act (without it the daemon refuses and says so)\n"
       "  --json         the daemon's reply as JSON\n"
       "Registered in REQ_TRACK and sent once through COUTMSGS.\n", true },
     { MX_ADMIN_LOG_LEVEL, "log-level", "log-level LEVEL [ACTOR] [--json]",
@@ -943,6 +951,14 @@ s_parse_event_ids (const char *list, json_t **ids)
     return rc;
 }
 
+//  The verbs that act only with --yes and preview with --dry-run.
+static bool
+s_previews (mx_admin_t admin)
+{
+    return admin == MX_ADMIN_REPLAY || admin == MX_ADMIN_REPLAY_EVENTS || admin == MX_ADMIN_CUTOVER
+        || admin == MX_ADMIN_BACKFILL_RECOVER || admin == MX_ADMIN_REQUEST;
+}
+
 //  Verb arguments into the JSON object sent to the daemon.
 static int
 s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_out,
@@ -1006,10 +1022,10 @@ s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_
         if (admin == MX_ADMIN_REPLAY_EVENTS && strcmp (arg, "--all") == 0)
             json_object_set_new (args, "all", json_true ());
         else
-        if ((admin == MX_ADMIN_REPLAY || admin == MX_ADMIN_REPLAY_EVENTS) && strcmp (arg, "--dry-run") == 0)
+        if (s_previews (admin) && strcmp (arg, "--dry-run") == 0)
             json_object_set_new (args, "dry_run", json_true ());
         else
-        if ((admin == MX_ADMIN_REPLAY || admin == MX_ADMIN_REPLAY_EVENTS) && strcmp (arg, "--yes") == 0)
+        if (s_previews (admin) && strcmp (arg, "--yes") == 0)
             json_object_set_new (args, "yes", json_true ());
         else
         if (admin == MX_ADMIN_CUTOVER && arg [0] != '-' && !json_object_get (args, "watermark")) {
@@ -1118,6 +1134,10 @@ s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_
         fprintf (stderr, "msgxctl: cutover needs a watermark: min, zero, max or an ID\n");
         return -1;
     }
+    if (json_object_get (args, "dry_run") && json_object_get (args, "yes")) {
+        fprintf (stderr, "msgxctl: %s: --dry-run or --yes, not both\n", s_verb_of (admin)->name);
+        return -1;
+    }
     return 0;
 }
 
@@ -1141,19 +1161,52 @@ s_print_simple (mx_admin_t admin, json_t *reply)
             printf ("pipeline running: ingress and pump claim work\n");
             break;
         case MX_ADMIN_CUTOVER:
-            printf ("watermark seeded: W=%" JSON_INTEGER_FORMAT " at %s\n",
-                    json_integer_value (json_object_get (reply, "w")),
-                    s_text (json_object_get (reply, "seeded_at"), "?"));
+            if (json_is_true (json_object_get (reply, "dry_run")))
+                printf ("dry run: %s\nadd --yes to seed it\n", s_text (json_object_get (reply, "message"), "?"));
+            else
+                printf ("watermark seeded: W=%" JSON_INTEGER_FORMAT " (cutover '%s')\n",
+                        json_integer_value (json_object_get (reply, "w")),
+                        s_text (json_object_get (reply, "watermark"), "?"));
             break;
-        case MX_ADMIN_BACKFILL_RECOVER:
-            printf ("%" JSON_INTEGER_FORMAT " abandoned mark(s) re-armed for the sweep\n",
-                    json_integer_value (json_object_get (reply, "rearmed")));
+        case MX_ADMIN_BACKFILL_RECOVER: {
+            bool dry_run = json_is_true (json_object_get (reply, "dry_run"));
+            json_t *rows = json_object_get (reply, "rows");
+            if (json_array_size (rows) > 0)
+                printf ("%-10s %-10s %s\n", "msg_id", "abandoned", "last error");
+            size_t index;
+            json_t *row;
+            json_array_foreach (rows, index, row)
+                printf ("%-10" JSON_INTEGER_FORMAT " %-10s %.60s\n", json_integer_value (json_object_get (row, "msg_id")),
+                        s_text (json_object_get (row, "reason"), "-"), s_text (json_object_get (row, "error"), "-"));
+            if (dry_run)
+                printf ("dry run: %zu abandoned mark(s) would be re-armed; nothing changed; add --yes to re-arm\n",
+                        json_array_size (rows));
+            else
+                printf ("%" JSON_INTEGER_FORMAT " abandoned mark(s) re-armed for the sweep\n",
+                        json_integer_value (json_object_get (reply, "rearmed")));
             break;
+        }
         case MX_ADMIN_REQUEST:
-            printf ("request %" JSON_INTEGER_FORMAT " registered: SEQN %" JSON_INTEGER_FORMAT ", %s\n",
-                    json_integer_value (json_object_get (reply, "id")),
-                    json_integer_value (json_object_get (reply, "seqn")),
-                    s_text (json_object_get (reply, "state"), "?"));
+            if (json_is_true (json_object_get (reply, "dry_run"))) {
+                const char *kind = s_text (json_object_get (reply, "kind"), "?");
+                if (json_is_string (json_object_get (reply, "list")))
+                    printf ("dry run: would send %s for the reference list %s", kind,
+                            json_string_value (json_object_get (reply, "list")));
+                else
+                    printf ("dry run: would send %s for the schedule %s .. %s (%s)", kind,
+                            s_text (json_object_get (reply, "from"), "?"), s_text (json_object_get (reply, "to"), "?"),
+                            s_text (json_object_get (reply, "zone"), "?"));
+                printf (" through COUTMSGS as %s\n", s_text (json_object_get (reply, "routing"), "?"));
+                if (json_is_integer (json_object_get (reply, "supersedes")))
+                    printf ("it replaces the open %s request %" JSON_INTEGER_FORMAT " (expired as superseded)\n", kind,
+                            json_integer_value (json_object_get (reply, "supersedes")));
+                printf ("nothing sent; add --yes to send it\n");
+            }
+            else
+                printf ("request %" JSON_INTEGER_FORMAT " registered: SEQN %" JSON_INTEGER_FORMAT ", %s\n",
+                        json_integer_value (json_object_get (reply, "id")),
+                        json_integer_value (json_object_get (reply, "seqn")),
+                        s_text (json_object_get (reply, "state"), "?"));
             break;
         case MX_ADMIN_LOG_LEVEL: {
             //  "log level info; processor debug": the global one, then

@@ -365,20 +365,30 @@ test_cutover_forms_and_refusal_on_a_used_instance (void **state)
     mx_inbox_t *inbox = mx_inbox_new (fx->config);
     int64_t w = 0;
     char *message = NULL;
-    assert_int_equal (mx_inbox_cutover (inbox, "soon", "tester", T0, &w, &message), 0);
+    assert_int_equal (mx_inbox_cutover (inbox, "soon", "tester", T0, false, &w, &message), 0);
     assert_non_null (strstr (message, "invalid cutover watermark"));
     free (message);
-    assert_int_equal (mx_inbox_cutover (inbox, "min", "tester", T0, &w, &message), 1);
+    //  The dry run says what min would give, and seeds nothing.
+    assert_int_equal (mx_inbox_cutover (inbox, "min", "tester", T0, true, &w, &message), 1);
+    assert_int_equal (w, 100);
+    assert_non_null (strstr (message, "would be seeded to 100"));
+    free (message);
+    mx_testpg_expect (fx->conn, "SELECT committed_up_to || '/' || (seeded_at IS NOT NULL) FROM inbox_cursor", "0/false");
+    assert_int_equal (mx_inbox_cutover (inbox, "min", "tester", T0, false, &w, &message), 1);
     assert_int_equal (w, 100);
     free (message);
     mx_testpg_expect (fx->conn, "SELECT committed_up_to || '/' || (seeded_at IS NOT NULL) FROM inbox_cursor", "100/true");
-    //  A second cutover is refused: the instance is not fresh any more.
-    assert_int_equal (mx_inbox_cutover (inbox, "max", "tester", T0, &w, &message), 0);
+    //  A second cutover is refused: the instance is not fresh any more; its
+    //  dry run says so too.
+    assert_int_equal (mx_inbox_cutover (inbox, "max", "tester", T0, true, &w, &message), 0);
+    assert_non_null (strstr (message, "not fresh"));
+    free (message);
+    assert_int_equal (mx_inbox_cutover (inbox, "max", "tester", T0, false, &w, &message), 0);
     assert_non_null (strstr (message, "not fresh"));
     free (message);
     mx_testpg_expect (fx->conn, "SELECT committed_up_to FROM inbox_cursor", "100");
     mx_testpg_expect (fx->conn, "SELECT string_agg (result, ',' ORDER BY id) FROM audit_log WHERE action = 'cutover'",
-                    "ok,refused");
+                    "dry-run,ok,dry-run,refused");
     mx_inbox_round_t round;
     s_round (inbox, T0, &round);
     assert_int_equal (round.w, 104);
@@ -388,15 +398,15 @@ test_cutover_forms_and_refusal_on_a_used_instance (void **state)
     //  max and an explicit ID on fresh databases.
     PQclear (PQexec (fx->conn, "TRUNCATE proc_state; UPDATE inbox_cursor SET committed_up_to = 0, seeded_at = NULL"));
     inbox = mx_inbox_new (fx->config);
-    assert_int_equal (mx_inbox_cutover (inbox, "max", NULL, T0, &w, &message), 1);
+    assert_int_equal (mx_inbox_cutover (inbox, "max", NULL, T0, false, &w, &message), 1);
     assert_int_equal (w, 104);
     free (message);
     PQclear (PQexec (fx->conn, "UPDATE inbox_cursor SET committed_up_to = 0, seeded_at = NULL"));
-    assert_int_equal (mx_inbox_cutover (inbox, "102", NULL, T0, &w, &message), 1);
+    assert_int_equal (mx_inbox_cutover (inbox, "102", NULL, T0, false, &w, &message), 1);
     assert_int_equal (w, 102);
     free (message);
     PQclear (PQexec (fx->conn, "UPDATE inbox_cursor SET committed_up_to = 0, seeded_at = NULL"));
-    assert_int_equal (mx_inbox_cutover (inbox, "zero", NULL, T0, &w, &message), 1);
+    assert_int_equal (mx_inbox_cutover (inbox, "zero", NULL, T0, false, &w, &message), 1);
     assert_int_equal (w, 0);
     free (message);
     mx_inbox_destroy (&inbox);

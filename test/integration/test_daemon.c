@@ -379,10 +379,20 @@ test_cli_against_a_draining_daemon (void **state)
     free (out);
     free (err);
 
-    //  Cutover on a used instance: refused, exit 1, reason given.
-    const char *cutover [] = { fx->msgxctl, "--endpoint", NULL, "cutover", "max", NULL };
+    //  Cutover on a used instance: refused, exit 1, reason given; without
+    //  --yes nothing is tried, and the dry run says it would be refused.
     char *endpoint = zsys_sprintf ("ipc://%s/p.sock", fx->dir);
-    cutover [2] = endpoint;
+    const char *cutover_noyes [] = { fx->msgxctl, "--endpoint", endpoint, "cutover", "max", NULL };
+    assert_int_equal (mx_testproc_run (cutover_noyes, NULL, WAIT_MS, &out, &err), 1);
+    assert_non_null (strstr (err, "add --yes to act, or --dry-run to look first"));
+    free (out);
+    free (err);
+    const char *cutover_dry [] = { fx->msgxctl, "--endpoint", endpoint, "cutover", "max", "--dry-run", NULL };
+    assert_int_equal (mx_testproc_run (cutover_dry, NULL, WAIT_MS, &out, &err), 1);
+    assert_non_null (strstr (err, "not fresh"));
+    free (out);
+    free (err);
+    const char *cutover [] = { fx->msgxctl, "--endpoint", endpoint, "cutover", "max", "--yes", NULL };
     assert_int_equal (mx_testproc_run (cutover, NULL, WAIT_MS, &out, &err), 1);
     assert_non_null (strstr (err, "not fresh"));
     free (out);
@@ -401,13 +411,30 @@ test_cli_against_a_draining_daemon (void **state)
     free (out);
     free (err);
 
-    //  Abandoned marks re-armed (none here), and a request upstream.
-    const char *recover [] = { fx->msgxctl, "--endpoint", endpoint, "backfill", "recover", "--all", NULL };
+    //  Abandoned marks: the preview, then re-armed (none here); a request
+    //  upstream: the preview sends nothing, --yes sends it.
+    const char *recover_dry [] = { fx->msgxctl, "--endpoint", endpoint, "backfill", "recover", "--all", "--dry-run", NULL };
+    assert_int_equal (mx_testproc_run (recover_dry, NULL, WAIT_MS, &out, &err), 0);
+    assert_non_null (strstr (out, "dry run: 0 abandoned mark(s) would be re-armed"));
+    free (out);
+    free (err);
+    const char *recover [] = { fx->msgxctl, "--endpoint", endpoint, "backfill", "recover", "--all", "--yes", NULL };
     assert_int_equal (mx_testproc_run (recover, NULL, WAIT_MS, &out, &err), 0);
     assert_non_null (strstr (out, "0 abandoned mark(s) re-armed"));
     free (out);
     free (err);
-    const char *request [] = { fx->msgxctl, "--endpoint", endpoint, "--json", "request", "reference", "SLST", NULL };
+    const char *request_dry [] = { fx->msgxctl, "--endpoint", endpoint, "request", "reference", "SLST", "--dry-run", NULL };
+    assert_int_equal (mx_testproc_run (request_dry, NULL, WAIT_MS, &out, &err), 0);
+    assert_non_null (strstr (out, "dry run: would send RQRD for the reference list SLST through COUTMSGS as MSGXRQRD"));
+    assert_non_null (strstr (out, "nothing sent"));
+    free (out);
+    free (err);
+    const char *request_noyes [] = { fx->msgxctl, "--endpoint", endpoint, "request", "reference", "SLST", NULL };
+    assert_int_equal (mx_testproc_run (request_noyes, NULL, WAIT_MS, &out, &err), 1);
+    assert_non_null (strstr (err, "add --yes"));
+    free (out);
+    free (err);
+    const char *request [] = { fx->msgxctl, "--endpoint", endpoint, "--json", "request", "reference", "SLST", "--yes", NULL };
     assert_int_equal (mx_testproc_run (request, NULL, WAIT_MS, &out, &err), 0);
     assert_non_null (strstr (out, "\"seqn\""));
     free (out);
@@ -454,7 +481,8 @@ test_cli_against_a_draining_daemon (void **state)
     PQclear (res);
     res = PQexec (conn, "SELECT string_agg (action || ':' || result, ',' ORDER BY id) FROM audit_log");
     assert_string_equal (PQgetvalue (res, 0, 0),
-                         "cutover:refused,backfill-recover:ok,request:ok,replay:dry-run,replay:ok");
+                         "cutover:dry-run,cutover:refused,backfill-recover:dry-run,backfill-recover:ok,"
+                         "request:dry-run,request:ok,replay:dry-run,replay:ok");
     PQclear (res);
     PQfinish (conn);
 
