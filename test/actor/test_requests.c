@@ -741,8 +741,11 @@ test_actor_sends_a_request (void **state)
     s_expect (fx, "SELECT string_agg (os_user || ' ' || result, ',') FROM audit_log WHERE action = 'request'",
               "ops dry-run");
     assert_int_equal (s_outbound_rows (fx), 0);
+    //  Counted once sent (the registry is the process's: compare).
+    uint64_t sent_before = mx_metrics_counter_value (mx_requests_outcome (MX_REQUEST_RQFD, "sent"));
     json_t *reply = s_request_ok (fx, "{\"kind\":\"schedule\",\"from\":\"2026-01-02T00:00\","
                                       "\"to\":\"2026-01-02T23:59\",\"os_user\":\"ops\"}");
+    assert_int_equal (mx_metrics_counter_value (mx_requests_outcome (MX_REQUEST_RQFD, "sent")), sent_before + 1);
     int64_t id = json_integer_value (json_object_get (reply, "id"));
     assert_int_equal (json_integer_value (json_object_get (reply, "seqn")), 1);
     assert_string_equal (json_string_value (json_object_get (reply, "state")), "SENT");
