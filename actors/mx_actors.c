@@ -58,4 +58,5 @@ mx_actors_register_metrics (void)
     mx_processor_batch_size ();
     mx_processor_seconds ();
     mx_log_dropped_metric ();
+    mx_http_register_metrics ();
 }
