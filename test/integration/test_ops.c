@@ -36,6 +36,7 @@ typedef struct {
     char *vars [32];
     int count;
     int port;
+    int compat_port;            //  the compat entry's own bind
     char *endpoint;
     mx_testproc_t *proc;
 } daemon_t;
@@ -117,6 +118,12 @@ s_daemon_start (fixture_t *fx, daemon_t *self, const char *name, const char *con
     s_daemon_var (self, zsys_sprintf ("MSGX_ADMIN_ENDPOINT=%s", self->endpoint));
     s_daemon_var (self, strdup ("MSGX_PROFILE=dev"));
     s_daemon_var (self, zsys_sprintf ("MSGX_HTTP_BIND=127.0.0.1:%d", self->port));
+    do
+        self->compat_port = mx_testenv_free_port ();
+    while (self->compat_port == self->port);
+    s_daemon_var (self, strdup ("MSGX_HTTP_COMPAT_ENABLED=true"));
+    s_daemon_var (self, zsys_sprintf ("MSGX_HTTP_COMPAT_BIND=127.0.0.1:%d", self->compat_port));
+    s_daemon_var (self, strdup ("MSGX_HTTP_COMPAT_ALLOW=127.0.0.1"));
     //  Every scrape reads the database afresh.
     s_daemon_var (self, strdup ("MSGX_HEALTH_BACKLOG_CACHE_TTL_MS=0"));
     if (fx->mb) {
@@ -470,7 +477,7 @@ test_standby_reports_standby (void **state)
     s_reply_free (&reply);
 
     //  The compat entry is the active instance's alone.
-    s_http (b->port, "POST /cminmsgs/send HTTP/1.1\r\nHost: x\r\nContent-Type: application/xml\r\n"
+    s_http (b->compat_port, "POST /cminmsgs/send HTTP/1.1\r\nHost: x\r\nContent-Type: application/xml\r\n"
                     "Content-Length: 4\r\nConnection: close\r\n\r\n<x/>", &reply);
     assert_int_equal (reply.status, 503);
     assert_non_null (strstr (reply.body, "this instance is standby, not active"));

@@ -12,6 +12,7 @@
 #include "mx_clock.h"
 #include "mx_cmd.h"
 #include "mx_log.h"
+#include "mx_text.h"
 
 static void
 test_fake_clock_moves_only_when_told (void **state)
@@ -213,6 +214,26 @@ test_command_round_trip (void **state)
     zsock_destroy (&b);
 }
 
+//  What msgxctl show writes to a terminal: control characters visible, not obeyed.
+static void
+test_text_escape_controls (void **state)
+{
+    (void) state;
+    const char *cases [][2] = {
+        { "", "" },
+        { "plain <MSG>\n\ttext</MSG>", "plain <MSG>\n\ttext</MSG>" },
+        { "\x1b[2J\x1b]0;owned\x07", "\\x1b[2J\\x1b]0;owned\\x07" },
+        { "a\rb\x7f\x01", "a\\x0db\\x7f\\x01" },
+        { "csi \xc2\x9b" "31m, nbsp \xc2\xa0 kept, \xe8\x88\xaa", "csi \\u009b31m, nbsp \xc2\xa0 kept, \xe8\x88\xaa" },
+        { "back\\x1b slash", "back\\\\x1b slash" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases [0]; i++) {
+        char *escaped = mx_text_escape_controls (cases [i][0]);
+        assert_string_equal (escaped, cases [i][1]);
+        free (escaped);
+    }
+}
+
 int
 main (void)
 {
@@ -227,6 +248,7 @@ main (void)
         cmocka_unit_test (test_log_level_parse),
         cmocka_unit_test (test_command_tables_are_complete),
         cmocka_unit_test (test_command_round_trip),
+        cmocka_unit_test (test_text_escape_controls),
     };
     int failed = cmocka_run_group_tests (tests, NULL, NULL);
     zsys_shutdown ();
