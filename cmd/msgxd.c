@@ -306,6 +306,8 @@ static const s_sample_value_t s_prod_values [] = {
       "kafka-1.example.internal:9092,kafka-2.example.internal:9092,kafka-3.example.internal:9092",
       "placeholder brokers" },
     { MX_CONFIG_IDX_http_bind, "0.0.0.0:8080", "reachable by Prometheus and the probes; firewall it" },
+    { MX_CONFIG_IDX_http_compat_token_file, "/etc/msgxd/compat-token",
+      "read only when compat.enabled = true; owner msgx, mode 0600" },
     { MX_CONFIG_IDX_admin_endpoint, "ipc:///run/msgxd/admin.sock", "the unit's RuntimeDirectory" },
     { MX_CONFIG_IDX_admin_group, "msgx-admin", "members of msgx-admin may run msgxctl" },
     { MX_CONFIG_IDX_mailbox_shared_mysql_enabled, "true", "the real mailbox" },

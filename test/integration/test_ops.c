@@ -400,7 +400,10 @@ test_nan_when_postgresql_refuses_connections (void **state)
     const char *detail = s_dependency_detail (health, "postgresql", &ok);
     assert_false (ok);
     assert_non_null (detail);
-    assert_non_null (strstr (detail, "PostgreSQL"));
+    assert_non_null (strstr (detail, "postgresql unreachable"));
+    //  Named, never described by the driver (its text names the database).
+    assert_string_equal (json_string_value (json_array_get (json_object_get (health, "down"), 0)), "postgresql");
+    assert_null (strstr (detail, mx_testpg_dbname (fx->pg)));
     assert_true (json_is_null (json_object_get (json_object_get (health, "backlog"), "unfinished")));
     json_decref (health);
 
