@@ -514,6 +514,21 @@ test_hostile_shapes_end_dead_and_the_fifo_goes_on (void **state)
         if (refused < 1)
             fail_msg ("msgx_codec_refused_total{%s} is %g, expected at least 1", label, refused);
     }
+    //  msgxctl show decodes under the same bounds: the wide message (ID 1)
+    //  is refused with the bound's name, at once.
+    char *endpoint = zsys_sprintf ("ipc://%s/admin.sock", fx->dir);
+    const char *argv [] = { fx->msgxctl, "--endpoint", endpoint, "show", "1", "--json", NULL };
+    char *out = NULL, *err = NULL;
+    assert_int_equal (mx_testproc_run (argv, NULL, WAIT_MS, &out, &err), 0);
+    json_t *shown = json_loads (out, 0, NULL);
+    assert_non_null (shown);
+    const char *why = json_string_value (json_object_get (json_object_get (shown, "decoded"), "error"));
+    if (!why || !strstr (why, "msgx.codec.max-attributes"))
+        fail_msg ("show decoded the wide message without its bound: %s", out);
+    json_decref (shown);
+    free (out);
+    free (err);
+    free (endpoint);
     double malformed = s_metric (fx, "msgx_messages_dead_total{", "class=\"MALFORMED\"");
     if (malformed != (double) count)
         fail_msg ("msgx_messages_dead_total{class=\"MALFORMED\"} is %g, expected %zu",
@@ -747,6 +762,10 @@ test_defaults_bind_loopback (void **state)
     assert_non_null (admin);
     assert_true (strncmp (json_string_value (bind), "127.0.0.1:", 10) == 0);
     assert_true (strncmp (json_string_value (admin), "ipc://", 6) == 0);
+    //  The write entry: off, and on loopback of its own when turned on.
+    assert_true (json_is_false (json_object_get (config, "msgx.http.compat.enabled")));
+    assert_string_equal (json_string_value (json_object_get (config, "msgx.http.compat.bind")),
+                         "127.0.0.1:8081");
     json_decref (config);
     free (out);
     free (err);
