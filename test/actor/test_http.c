@@ -969,6 +969,50 @@ test_live_on_a_standby (void **state)
     assert_true (s_outcome ("unavailable") == unavailable + 1);
 }
 
+//  msgx.http.per-ip-connections: a client holding its share of idle
+//  connections gets no more, on either bind; others are unaffected, and a
+//  freed slot serves again.
+static void
+test_per_ip_connection_limit (void **state)
+{
+    fixture_t *fx = *state;
+    s_set (fx->config, "msgx.http.per-ip-connections", "2");
+    s_start (fx);
+    int idle [2];
+    for (int i = 0; i < 2; i++) {
+        idle [i] = s_dial (fx->compat_port);
+        assert_true (s_write (idle [i], "POST", 4));
+    }
+    //  The third from 127.0.0.1 is closed without an answer.
+    reply_t reply;
+    int fd = s_dial (fx->compat_port);
+    const char *get = "GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    s_write (fd, get, strlen (get));
+    s_read_reply (fd, &reply);
+    close (fd);
+    assert_int_equal (reply.status, 0);
+    s_reply_free (&reply);
+    //  The other bind counts its own connections.
+    s_get (fx, "/health/live", &reply);
+    assert_int_equal (reply.status, 200);
+    s_reply_free (&reply);
+    close (idle [0]);
+    //  MHD notices the close on its next turn; a bounded poll until the slot is free.
+    int64_t deadline = zclock_mono () + IO_TIMEOUT_S * 1000;
+    while (true) {
+        s_post (fx, "application/xml", "<MSG/>", &reply);
+        int status = reply.status;
+        s_reply_free (&reply);
+        if (status == 200)
+            break;
+        assert_int_equal (status, 0);
+        if (zclock_mono () > deadline)
+            fail_msg ("the freed connection slot never served again");
+    }
+    close (idle [1]);
+    assert_int_equal (s_mailbox_count (fx), 1);
+}
+
 int
 main (void)
 {
@@ -991,6 +1035,7 @@ main (void)
         cmocka_unit_test_setup_teardown (test_compat_token_file_checked, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_locked_mailbox_blocks_nothing_else, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_live_on_a_standby, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_per_ip_connection_limit, s_setup, s_teardown),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
