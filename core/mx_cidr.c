@@ -91,8 +91,11 @@ mx_cidr_list_parse (const char *text, char **error)
     assert (text);
     mx_cidr_list_t *self = (mx_cidr_list_t *) calloc (1, sizeof *self);
     assert (self);
+    //  Every piece between commas is an entry; blank text alone is the
+    //  empty list, a blank piece anywhere else a mistake.
+    bool listed = strchr (text, ',') != NULL;
     const char *at = text;
-    while (*at) {
+    while (true) {
         const char *comma = strchr (at, ',');
         size_t length = comma ? (size_t) (comma - at) : strlen (at);
         const char *start = at;
@@ -102,27 +105,28 @@ mx_cidr_list_parse (const char *text, char **error)
         }
         while (length > 0 && isspace ((unsigned char) start [length - 1]))
             length--;
-        if (length == 0) {
-            if (comma || self->count) {
-                *error = strdup ("an empty entry in the list (two commas, or a trailing comma)");
-                mx_cidr_list_destroy (&self);
-                return NULL;
-            }
-            break;
-        }
-        char *entry = strndup (start, length);
-        s_range_t range;
-        int rc = s_parse_entry (entry, &range, error);
-        free (entry);
-        if (rc) {
+        if (length == 0 && listed) {
+            *error = strdup ("an empty entry in the list (two commas, or a comma at an end)");
             mx_cidr_list_destroy (&self);
             return NULL;
         }
-        s_range_t *ranges = (s_range_t *) realloc (self->ranges, (self->count + 1) * sizeof *ranges);
-        assert (ranges);
-        ranges [self->count++] = range;
-        self->ranges = ranges;
-        at = comma ? comma + 1 : at + strlen (at);
+        if (length > 0) {
+            char *entry = strndup (start, length);
+            s_range_t range;
+            int rc = s_parse_entry (entry, &range, error);
+            free (entry);
+            if (rc) {
+                mx_cidr_list_destroy (&self);
+                return NULL;
+            }
+            s_range_t *ranges = (s_range_t *) realloc (self->ranges, (self->count + 1) * sizeof *ranges);
+            assert (ranges);
+            ranges [self->count++] = range;
+            self->ranges = ranges;
+        }
+        if (!comma)
+            break;
+        at = comma + 1;
     }
     return self;
 }
