@@ -472,7 +472,17 @@ test_standby_reports_standby (void **state)
     assert_true (json_is_false (json_object_get (json_object_get (health, "pipeline"), "paused")));
     json_decref (health);
 
+    //  Live on both; ready only on the active.
     reply_t reply;
+    const int ports [] = { a->port, b->port };
+    for (int i = 0; i < 2; i++) {
+        s_get (ports [i], "/health/live", &reply);
+        assert_int_equal (reply.status, 200);
+        s_reply_free (&reply);
+        s_get (ports [i], "/health/ready", &reply);
+        assert_int_equal (reply.status, i == 0 ? 200 : 503);
+        s_reply_free (&reply);
+    }
     s_get (b->port, "/metrics", &reply);
     assert_int_equal (reply.status, 200);
     s_expect_sample (reply.body, "msgx_instance_active", "0");
@@ -485,6 +495,10 @@ test_standby_reports_standby (void **state)
     assert_int_equal (reply.status, 503);
     assert_non_null (strstr (reply.body, "this instance is standby, not active"));
     s_reply_free (&reply);
+    s_get (b->port, "/metrics", &reply);
+    s_expect_sample (reply.body, "msgx_compat_requests_total{outcome=\"unavailable\"}", "1");
+    s_expect_sample (reply.body, "msgx_compat_requests_total{outcome=\"unauthorized\"}", "0");
+    s_reply_free (&reply);
 
     //  The active goes; the standby takes over and /health follows.
     s_daemon_stop (a);
@@ -493,6 +507,9 @@ test_standby_reports_standby (void **state)
     assert_int_equal (status, 200);
     assert_string_equal (json_string_value (json_object_get (health, "role")), "active");
     json_decref (health);
+    s_get (b->port, "/health/ready", &reply);
+    assert_int_equal (reply.status, 200);
+    s_reply_free (&reply);
     s_daemon_stop (b);
 }
 
