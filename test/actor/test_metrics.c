@@ -433,6 +433,48 @@ test_role_and_pause_as_told (void **state)
     free (reply.body);
 }
 
+//  A locked mailbox table holds up the metrics actor's check, never the
+//  http actor: /health/live answers at once, /metrics and /health answer
+//  when their wait runs out (the mailbox figures unknown), and all is
+//  well again once the lock goes.
+static void
+test_locked_mailbox_blocks_no_answer (void **state)
+{
+    fixture_t *fx = *state;
+    s_start (fx, true);
+    MYSQL *locker = mx_testmb_connect (fx->mb);
+    const char *lock = "LOCK TABLES CMINMSGS WRITE";
+    if (mysql_real_query (locker, lock, strlen (lock)))
+        fail_msg ("%s: %s", lock, mysql_error (locker));
+    reply_t reply;
+    s_get (fx, "/health/live", &reply);
+    assert_int_equal (reply.status, 200);
+    free (reply.body);
+    s_get (fx, "/metrics", &reply);
+    assert_int_equal (reply.status, 200);
+    s_expect_sample (reply.body, "msgx_pipeline_watermark_lag", "NaN");
+    free (reply.body);
+    s_get (fx, "/health", &reply);
+    assert_int_equal (reply.status, 503);
+    assert_non_null (strstr (reply.body, "\"down\":[\"metrics\"]"));
+    free (reply.body);
+    const char *unlock = "UNLOCK TABLES";
+    if (mysql_real_query (locker, unlock, strlen (unlock)))
+        fail_msg ("%s: %s", unlock, mysql_error (locker));
+    mysql_close (locker);
+    //  Bounded poll: the metrics actor works off the requests that waited.
+    int64_t deadline = zclock_mono () + IO_TIMEOUT_S * 1000;
+    while (true) {
+        s_get (fx, "/health", &reply);
+        int status = reply.status;
+        free (reply.body);
+        if (status == 200)
+            break;
+        if (zclock_mono () > deadline)
+            fail_msg ("/health never came back to 200 after the unlock");
+    }
+}
+
 int
 main (void)
 {
@@ -445,6 +487,7 @@ main (void)
         cmocka_unit_test_setup_teardown (test_cache_ttl, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_metrics_actor_silent, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_role_and_pause_as_told, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_locked_mailbox_blocks_no_answer, s_setup, s_teardown),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
