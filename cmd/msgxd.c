@@ -72,8 +72,14 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
         "info in service; debug for a short while to follow one problem (several lines per message).",
     S_ADVICE (pg_conninfo) =
         "msgexchange's own database, never the mailbox. Keep the password out of this file: put it "
-        "in a pgpass file (the systemd unit sets PGPASSFILE=/etc/msgxd/pgpass) or give the whole "
-        "value in MSGX_PG_CONNINFO. msgxd adds connect_timeout=5 and TCP keepalives unless set here.",
+        "in a pgpass file (the systemd unit sets PGPASSFILE=/etc/msgxd/pgpass), or give the whole "
+        "value from a file (conninfo-file, MSGX_PG_CONNINFO_FILE) or in MSGX_PG_CONNINFO. prod needs "
+        "sslmode=verify-full (or verify-ca) with sslrootcert. msgxd adds connect_timeout=5 and TCP "
+        "keepalives unless set here.",
+    S_ADVICE (pg_allow_unverified) =
+        "Leave false: prod then refuses a conninfo below sslmode=verify-ca (PGSSLMODE counts when the "
+        "conninfo sets none). true only where PostgreSQL is reached over a network you trust; every "
+        "start logs a warning.",
     S_ADVICE (pg_statement_timeout) =
         "Raise only if a legitimate statement (history sweep, archive) is cancelled with "
         "'statement timeout' in the log; a hung database must still end as a counted failure.",
@@ -226,6 +232,33 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
         "Keep it at or above codec.max-message-bytes.",
     S_ADVICE (http_idle_timeout) =
         "Raise it only for clients on slow links that pause mid-request; each idle connection holds one of 64 slots.",
+    S_ADVICE (kafka_security_protocol) =
+        "sasl_ssl or ssl in production (prod refuses the unencrypted ones unless allow-plaintext). "
+        "With sasl_ssl set sasl.mechanisms, sasl.username and the password (from a file: "
+        "sasl.password-file).",
+    S_ADVICE (kafka_security_allow_plaintext) =
+        "Leave false. true accepts plaintext or sasl_plaintext in prod, for brokers on a network "
+        "you trust; every start logs a warning.",
+    S_ADVICE (kafka_security_ssl_ca_location) =
+        "The CA of the brokers' certificates, readable by the msgx user; empty uses the system's CAs.",
+    S_ADVICE (kafka_security_ssl_certificate_location) =
+        "Only when the brokers authenticate clients by certificate (mutual TLS); set the key too.",
+    S_ADVICE (kafka_security_ssl_key_location) =
+        "The key of ssl.certificate.location, mode 0600 or 0640 group msgx.",
+    S_ADVICE (kafka_security_ssl_key_password) =
+        "Only for an encrypted key. Keep it out of this file: ssl.key.password-file names a file "
+        "holding it, or set MSGX_KAFKA_SECURITY_SSL_KEY_PASSWORD_FILE.",
+    S_ADVICE (kafka_security_ssl_endpoint_identification_algorithm) =
+        "Leave https: the broker's certificate must name the host in bootstrap-servers. none is "
+        "refused in prod.",
+    S_ADVICE (kafka_security_sasl_mechanisms) =
+        "What the brokers offer: SCRAM-SHA-512 or SCRAM-SHA-256 (the password never crosses the "
+        "network), PLAIN only inside TLS.",
+    S_ADVICE (kafka_security_sasl_username) =
+        "The producer account the Kafka team made for msgxd.",
+    S_ADVICE (kafka_security_sasl_password) =
+        "Keep it out of this file: sasl.password-file names a file holding it (mode 0600 or 0640 "
+        "group msgx), or set MSGX_KAFKA_SECURITY_SASL_PASSWORD_FILE in msgxd.env.",
     S_ADVICE (admin_endpoint) =
         "An ipc:// path is mode 0600 (only the msgx user and root connect; see admin.group); under "
         "systemd ipc:///run/msgxd/admin.sock, which msgxctl uses by default. tcp:// has no "
@@ -243,8 +276,9 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
     S_ADVICE (mailbox_shared_mysql_user) =
         "An account allowed to read CMINMSGS, update its processed mark and insert into COUTMSGS.",
     S_ADVICE (mailbox_shared_mysql_password) =
-        "Keep it out of this file: set MAILBOX_SHARED_MYSQL_PASSWORD in the service's environment "
-        "file (mode 0600).",
+        "Keep it out of this file: password-file names a file holding it (mode 0600 or 0640 group "
+        "msgx), or set MAILBOX_SHARED_MYSQL_PASSWORD_FILE (or the password itself) in the service's "
+        "environment file (mode 0600).",
     S_ADVICE (mailbox_shared_mysql_database) =
         "The schema that holds CMINMSGS and COUTMSGS.",
     S_ADVICE (mailbox_shared_mysql_socket) =
@@ -257,6 +291,19 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
         "Rarely changed.",
     S_ADVICE (mailbox_shared_mysql_time_zone) =
         "The offset in which the AODB writes its DATETIME columns.",
+    S_ADVICE (mailbox_shared_mysql_ssl_mode) =
+        "verify-full in production: encrypted, the certificate checked against ssl-ca and the host "
+        "name. required encrypts without checking who answers; prod refuses it (and disabled) over "
+        "TCP unless allow-unverified.",
+    S_ADVICE (mailbox_shared_mysql_ssl_ca) =
+        "The CA of the mailbox server's certificate, from the AODB team.",
+    S_ADVICE (mailbox_shared_mysql_ssl_cert) =
+        "Only when the mailbox server requires client certificates (REQUIRE X509); set the key too.",
+    S_ADVICE (mailbox_shared_mysql_ssl_key) =
+        "The key of ssl-cert, mode 0600 or 0640 group msgx.",
+    S_ADVICE (mailbox_shared_mysql_allow_unverified) =
+        "Leave false. true accepts ssl-mode required or disabled in prod, for a mailbox on a network "
+        "you trust; every start logs a warning.",
     S_ADVICE (mailbox_processed_value) =
         "Agree it with the mailbox owner.",
     S_ADVICE (mailbox_outbound_routing_rqfd) =
@@ -278,20 +325,25 @@ static const s_sample_value_t s_dev_values [] = {
 
 static const s_sample_value_t s_prod_values [] = {
     { MX_CONFIG_IDX_profile, "prod", "refuses stubs and the mock cluster" },
-    { MX_CONFIG_IDX_pg_conninfo, "host=pg.example.internal port=5432 dbname=msgx user=msgx sslmode=require",
-      "placeholder host; the password in /etc/msgxd/pgpass" },
+    { MX_CONFIG_IDX_pg_conninfo,
+      "host=pg.example.internal port=5432 dbname=msgx user=msgx sslmode=verify-full sslrootcert=/etc/msgxd/tls/pg-ca.pem",
+      "placeholder host and CA; the password in /etc/msgxd/pgpass" },
     { MX_CONFIG_IDX_pipeline_autostart, "true", "a restart or takeover resumes by itself" },
     { MX_CONFIG_IDX_pipeline_late_detect_period, "5m", "watch released holes" },
     { MX_CONFIG_IDX_history_history_store_enabled, "true", "daily move of old flights" },
     { MX_CONFIG_IDX_kafka_bootstrap_servers,
       "kafka-1.example.internal:9092,kafka-2.example.internal:9092,kafka-3.example.internal:9092",
       "placeholder brokers" },
+    { MX_CONFIG_IDX_kafka_security_protocol, "ssl", "encrypted; sasl_ssl when the brokers want SASL" },
+    { MX_CONFIG_IDX_kafka_security_ssl_ca_location, "/etc/msgxd/tls/kafka-ca.pem", "placeholder CA" },
     { MX_CONFIG_IDX_http_bind, "0.0.0.0:8080", "reachable by the AODB and Prometheus; firewall it" },
     { MX_CONFIG_IDX_admin_endpoint, "ipc:///run/msgxd/admin.sock", "the unit's RuntimeDirectory" },
     { MX_CONFIG_IDX_admin_group, "msgx-admin", "members of msgx-admin may run msgxctl" },
     { MX_CONFIG_IDX_mailbox_shared_mysql_enabled, "true", "the real mailbox" },
     { MX_CONFIG_IDX_mailbox_shared_mysql_host, "aodb-mysql.example.internal", "placeholder host" },
     { MX_CONFIG_IDX_mailbox_shared_mysql_user, "msgx", "placeholder account" },
+    { MX_CONFIG_IDX_mailbox_shared_mysql_ssl_mode, "verify-full", "encrypted and verified" },
+    { MX_CONFIG_IDX_mailbox_shared_mysql_ssl_ca, "/etc/msgxd/tls/mailbox-ca.pem", "placeholder CA" },
 };
 
 #define S_WIDTH 80
