@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <libpq-fe.h>
+#include <pwd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -130,6 +131,9 @@ s_admin_bind (s_control_t *self, char **error)
     self->admin = zsock_new (ZMQ_ROUTER);
     assert (self->admin);
     zsock_set_linger (self->admin, 0);
+    //  A request is a verb and a small JSON object: anything larger is
+    //  dropped by ZeroMQ, with its connection, before it takes memory here.
+    zsock_set_maxmsgsize (self->admin, (int) self->config->admin_max_request_bytes);
     if (zsock_bind (self->admin, "%s", endpoint) < 0) {
         *error = zsys_sprintf ("cannot bind admin endpoint %s: %s", endpoint, zmq_strerror (zmq_errno ()));
         zsock_destroy (&self->admin);
@@ -470,10 +474,62 @@ s_admin_route (s_control_t *self, zframe_t **identity, mx_admin_t admin, const c
     mx_cmd_send (zactor_sock (child->actor), MX_CMD_ADMIN, self->admin_sequence, mx_admin_verb (admin), args_text);
 }
 
+//  Who sent a request, as the kernel knows it: on ipc the uid and pid of
+//  the peer process (SO_PEERCRED of the connection it came over), on tcp
+//  the peer's address (loopback: mx_config_validate).
+static char *
+s_admin_peer (s_control_t *self, zmq_msg_t *part)
+{
+    if (!self->admin_ipc) {
+        const char *address = zmq_msg_gets (part, "Peer-Address");
+        return zsys_sprintf ("address %s", address ? address : "unknown");
+    }
+    int fd = zmq_msg_get (part, ZMQ_SRCFD);
+    struct ucred cred;
+    socklen_t size = sizeof cred;
+    if (fd < 0 || getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &size) != 0)
+        return strdup ("uid unknown");
+    char buffer [1024];
+    struct passwd entry, *account = NULL;
+    getpwuid_r (cred.uid, &entry, buffer, sizeof buffer, &account);
+    return zsys_sprintf ("uid %u (%s) pid %d", (unsigned) cred.uid, account ? account->pw_name : "no name",
+                         (int) cred.pid);
+}
+
+//  One whole request and its peer (s_admin_peer), or NULL.
+static zmsg_t *
+s_admin_recv (s_control_t *self, char **peer)
+{
+    void *handle = zsock_resolve (self->admin);
+    zmsg_t *request = zmsg_new ();
+    *peer = NULL;
+    bool more = true;
+    while (more) {
+        zmq_msg_t part;
+        zmq_msg_init (&part);
+        //  The parts of one message arrive together.
+        if (zmq_msg_recv (&part, handle, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close (&part);
+            zmsg_destroy (&request);
+            zstr_free (peer);
+            return NULL;
+        }
+        more = zmq_msg_more (&part);
+        //  The last part came off the wire (the first is the routing id
+        //  the ROUTER made): it knows the connection.
+        if (!more)
+            *peer = s_admin_peer (self, &part);
+        zmsg_addmem (request, zmq_msg_data (&part), zmq_msg_size (&part));
+        zmq_msg_close (&part);
+    }
+    return request;
+}
+
 static void
 s_handle_admin (s_control_t *self)
 {
-    zmsg_t *request = zmsg_recv (self->admin);
+    char *peer = NULL;
+    zmsg_t *request = s_admin_recv (self, &peer);
     if (!request)
         return;
     zframe_t *identity = zmsg_pop (request);
@@ -485,6 +541,7 @@ s_handle_admin (s_control_t *self)
         mx_warn (ACTOR, "dropped an admin request without a REQ envelope");
         zframe_destroy (&identity);
         zmsg_destroy (&request);
+        free (peer);
         return;
     }
     char *verb = zmsg_popstr (request);
@@ -492,6 +549,16 @@ s_handle_admin (s_control_t *self)
     json_error_t json_error;
     json_t *args = args_text ? json_loads (args_text, 0, &json_error) : NULL;
     mx_admin_t admin = mx_admin_lookup (verb);
+    if (args && json_is_object (args)) {
+        //  The audit records the user the client claims next to the peer
+        //  the kernel vouches for.
+        const char *claimed = json_string_value (json_object_get (args, "os_user"));
+        char *who = zsys_sprintf ("%s [%s]", claimed ? claimed : "(none)", peer);
+        json_object_set_new (args, "os_user", json_string (who));
+        free (who);
+        free (args_text);
+        args_text = json_dumps (args, JSON_COMPACT);
+    }
 
     if (!verb || !args || !json_is_object (args) || zmsg_size (request) != 0) {
         s_admin_reply (self, &identity, "ERR", "malformed request: expected verb + one JSON object of arguments");
@@ -523,6 +590,7 @@ s_handle_admin (s_control_t *self)
     json_decref (args);
     free (verb);
     free (args_text);
+    free (peer);
     zmsg_destroy (&request);
 }
 

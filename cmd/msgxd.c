@@ -262,11 +262,15 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
     S_ADVICE (admin_endpoint) =
         "An ipc:// path is mode 0600 (only the msgx user and root connect; see admin.group); under "
         "systemd ipc:///run/msgxd/admin.sock, which msgxctl uses by default. tcp:// has no "
-        "authentication.",
+        "authentication, so it is refused unless on a loopback address (127.0.0.1, [::1]); the "
+        "audit log then records the peer's address instead of its uid.",
     S_ADVICE (admin_group) =
         "msgx-admin (created by the package) lets its members run msgxctl without root: add "
         "operators with adduser NAME msgx-admin. The msgx user must be a member too, to hand the "
         "socket to the group.",
+    S_ADVICE (admin_max_request_bytes) =
+        "Rarely changed: the largest request (replay --id with thousands of ids) is a few tens of "
+        "kilobytes.",
     S_ADVICE (mailbox_shared_mysql_enabled) =
         "true in production; false turns ingress, backfill, the compat entry and requests off.",
     S_ADVICE (mailbox_shared_mysql_host) =

@@ -1676,6 +1676,37 @@ s_check_permissions (const mx_config_t *self, zlist_t *problems, bool prod)
                    s_keys [idx].key, self->secret_file_ [idx], self->secret_mode_ [idx]);
 }
 
+//  host:port of a tcp:// endpoint names a loopback address: 127.0.0.0/8,
+//  [::1] or localhost; never a wildcard or an interface name.
+static bool
+s_loopback_endpoint (const char *address)
+{
+    const char *colon = strrchr (address, ':');
+    if (!colon)
+        return false;
+    char *host = strndup (address, (size_t) (colon - address));
+    assert (host);
+    bool loopback = streq (host, "localhost") || streq (host, "[::1]");
+    if (!loopback && s_starts_with (host, "127.")) {
+        //  Four decimal parts: 127.x.y.z.
+        int parts = 0;
+        loopback = true;
+        for (const char *scan = host; *scan && loopback; parts++) {
+            size_t digits = strspn (scan, "0123456789");
+            loopback = digits >= 1 && digits <= 3 && atoi (scan) <= 255;
+            scan += digits;
+            if (*scan == '.')
+                scan++;
+            else
+            if (*scan)
+                loopback = false;
+        }
+        loopback = loopback && parts == 4;
+    }
+    free (host);
+    return loopback;
+}
+
 int
 mx_config_validate (const mx_config_t *self, zlist_t *errors)
 {
@@ -1778,6 +1809,11 @@ mx_config_validate (const mx_config_t *self, zlist_t *errors)
     &&   strlen (admin) > strlen ("ipc://")))
         s_problem (self, problems, S_IDX (admin_endpoint),
                    "must start with ipc:// or tcp:// followed by an address");
+    if (s_starts_with (admin, "tcp://") && !s_loopback_endpoint (admin + strlen ("tcp://")))
+        s_problem (self, problems, S_IDX (admin_endpoint),
+                   "a tcp:// admin endpoint has no authentication, so it must be on a loopback address "
+                   "(tcp://127.0.0.1:PORT or tcp://[::1]:PORT); use ipc:// for anything else");
+    s_int_range (self, problems, S_IDX (admin_max_request_bytes), 1024, 16 * 1024 * 1024);
     //  Whether the group exists is checked where the socket is made: the
     //  configuration may be checked on a host without it.
     if (*self->admin_group && !s_starts_with (admin, "ipc://"))

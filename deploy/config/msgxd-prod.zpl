@@ -587,12 +587,14 @@ msgx
 
     admin
         #   msgxctl endpoint, ipc:// (mode 0600, or 0660 with admin.group) or
-        #   tcp://.
+        #   tcp:// on a loopback address.
         #   Text; default ipc://msgx-admin.sock; environment
         #   MSGX_ADMIN_ENDPOINT.
         #   An ipc:// path is mode 0600 (only the msgx user and root connect;
         #   see admin.group); under systemd ipc:///run/msgxd/admin.sock, which
-        #   msgxctl uses by default. tcp:// has no authentication.
+        #   msgxctl uses by default. tcp:// has no authentication, so it is
+        #   refused unless on a loopback address (127.0.0.1, [::1]); the audit
+        #   log then records the peer's address instead of its uid.
         #   This sample: the unit's RuntimeDirectory.
         endpoint = ipc:///run/msgxd/admin.sock
 
@@ -604,6 +606,14 @@ msgx
         #   user must be a member too, to hand the socket to the group.
         #   This sample: members of msgx-admin may run msgxctl.
         group = msgx-admin
+
+        #   largest admin request; ZeroMQ closes the connection of a larger one
+        #   before msgxd reads it.
+        #   Integer, bytes; default 65536; environment
+        #   MSGX_ADMIN_MAX_REQUEST_BYTES.
+        #   Rarely changed: the largest request (replay --id with thousands of
+        #   ids) is a few tens of kilobytes.
+        max-request-bytes = 65536
 
 mailbox
     shared-mysql

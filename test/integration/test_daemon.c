@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mx_testenv.h"
 #include "mx_testproc.h"
@@ -147,6 +148,25 @@ test_prod_without_brokers_refuses_to_start (void **state)
     assert_non_null (strstr (err, "msgx.kafka.acks"));
     free (out);
     free (err);
+}
+
+//  A tcp:// admin endpoint off loopback has no authentication: refused
+//  at start, exit 78, before anything is bound.
+static void
+test_admin_tcp_off_loopback_refused (void **state)
+{
+    fixture_t *fx = *state;
+    const char *argv [] = { fx->msgxd, NULL };
+    const char *endpoints [] = { "MSGX_ADMIN_ENDPOINT=tcp://0.0.0.0:5555", "MSGX_ADMIN_ENDPOINT=tcp://*:5555",
+                                 "MSGX_ADMIN_ENDPOINT=tcp://10.1.2.3:5555" };
+    for (size_t i = 0; i < sizeof endpoints / sizeof endpoints [0]; i++) {
+        const char *env [] = { endpoints [i], NULL };
+        char *out = NULL, *err = NULL;
+        assert_int_equal (mx_testproc_run (argv, env, WAIT_MS, &out, &err), 78);
+        assert_non_null (strstr (err, "must be on a loopback address"));
+        free (out);
+        free (err);
+    }
 }
 
 static void
@@ -452,6 +472,33 @@ test_cli_against_a_draining_daemon (void **state)
     PGresult *res = PQexec (conn, "SELECT string_agg (msg_id || ':' || state, ' ' ORDER BY msg_id) FROM proc_state");
     assert_string_equal (PQgetvalue (res, 0, 0), "1:SKIPPED 2:SKIPPED 3:DEAD 4:SKIPPED");
     PQclear (res);
+    //  The audit row names the account msgxctl claims and the peer the
+    //  kernel saw on the ipc socket: this test's own uid.
+    res = PQexec (conn, "SELECT os_user FROM audit_log WHERE action = 'replay' AND result = 'ok'");
+    assert_int_equal (PQntuples (res), 1);
+    char *real = zsys_sprintf ("[uid %u (", (unsigned) getuid ());
+    if (!strstr (PQgetvalue (res, 0, 0), real) || !strstr (PQgetvalue (res, 0, 0), " pid "))
+        fail_msg ("audit row without the peer's uid and pid: %s", PQgetvalue (res, 0, 0));
+    free (real);
+    PQclear (res);
+
+    //  A request over msgx.admin.max-request-bytes is dropped unread (no
+    //  answer), and the daemon answers the next one.
+    zsock_t *client = zsock_new_req (endpoint);
+    assert_non_null (client);
+    zsock_set_rcvtimeo (client, 1000);
+    size_t size = 128 * 1024;
+    char *huge = malloc (size + 1);
+    memset (huge, 'x', size);
+    huge [size] = '\0';
+    zstr_sendx (client, "status", huge, NULL);
+    assert_null (zstr_recv (client));
+    free (huge);
+    zsock_destroy (&client);
+    const char *after [] = { fx->msgxctl, "--endpoint", endpoint, "status", NULL };
+    assert_int_equal (mx_testproc_run (after, NULL, WAIT_MS, &out, &err), 0);
+    free (out);
+    free (err);
     res = PQexec (conn, "SELECT string_agg (action || ':' || result, ',' ORDER BY id) FROM audit_log");
     assert_string_equal (PQgetvalue (res, 0, 0),
                          "cutover:refused,backfill-recover:ok,request:ok,replay:dry-run,replay:ok");
@@ -476,6 +523,7 @@ main (void)
     const struct CMUnitTest tests [] = {
         cmocka_unit_test_setup_teardown (test_bad_config_exits_78_naming_each_problem, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_prod_without_brokers_refuses_to_start, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_admin_tcp_off_loopback_refused, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_msgxctl_without_daemon_exits_3, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_msgxctl_usage_errors_exit_2, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_status_against_a_running_daemon, s_setup, s_teardown),
