@@ -42,6 +42,7 @@ typedef struct {
     s_role_t role;
     zsock_t *admin;             //  ROUTER for msgxctl
     bool admin_ipc;             //  we created the ipc socket file
+    zactor_t *admin_auth;       //  zauth: the CURVE clients allowed on tcp
     PGconn *lock_conn;          //  holds the session advisory lock
     bool lock_waiting;          //  async pg_advisory_lock in flight
     int64_t retry_at;           //  next connect attempt, INT64_MAX = none
@@ -121,6 +122,40 @@ s_admin_permit (const char *path, const char *group, char **error)
     return 0;
 }
 
+//  CURVE on the admin socket: its key pair from server-cert, and a zauth
+//  that lets in only the clients whose public certificates are in the
+//  clients folder. Before the bind, as libzmq requires.
+static int
+s_admin_curve (s_control_t *self, char **error)
+{
+    const char *path = self->config->admin_curve_server_cert;
+    const char *clients = self->config->admin_curve_clients;
+    struct stat st;
+    errno = 0;
+    if (stat (clients, &st) != 0 || !S_ISDIR (st.st_mode)) {
+        *error = zsys_sprintf ("admin CURVE clients folder %s (msgx.admin.curve.clients): %s", clients,
+                               errno ? strerror (errno) : "not a folder");
+        return -1;
+    }
+    zcert_t *cert = zcert_load (path);
+    //  A certificate without its secret half loads with a secret of zeros.
+    if (!cert || strspn (zcert_secret_txt (cert), "0") == strlen (zcert_secret_txt (cert))) {
+        *error = zsys_sprintf ("cannot load the admin CURVE key pair %s and %s_secret (msgx.admin.curve.server-cert)",
+                               path, path);
+        zcert_destroy (&cert);
+        return -1;
+    }
+    self->admin_auth = zactor_new (zauth, NULL);
+    assert (self->admin_auth);
+    zstr_sendx (self->admin_auth, "CURVE", clients, NULL);
+    zsock_wait (self->admin_auth);
+    zcert_apply (cert, self->admin);
+    zcert_destroy (&cert);
+    zsock_set_curve_server (self->admin, 1);
+    zsock_set_zap_domain (self->admin, "msgx-admin");
+    return 0;
+}
+
 static int
 s_admin_bind (s_control_t *self, char **error)
 {
@@ -134,6 +169,11 @@ s_admin_bind (s_control_t *self, char **error)
     //  A request is a verb and a small JSON object: anything larger is
     //  dropped by ZeroMQ, with its connection, before it takes memory here.
     zsock_set_maxmsgsize (self->admin, (int) self->config->admin_max_request_bytes);
+    if (*self->config->admin_curve_server_cert && s_admin_curve (self, error)) {
+        zsock_destroy (&self->admin);
+        zactor_destroy (&self->admin_auth);
+        return -1;
+    }
     if (zsock_bind (self->admin, "%s", endpoint) < 0) {
         *error = zsys_sprintf ("cannot bind admin endpoint %s: %s", endpoint, zmq_strerror (zmq_errno ()));
         zsock_destroy (&self->admin);
@@ -481,8 +521,12 @@ static char *
 s_admin_peer (s_control_t *self, zmq_msg_t *part)
 {
     if (!self->admin_ipc) {
+        //  With CURVE, zauth accepted the client by its public key.
         const char *address = zmq_msg_gets (part, "Peer-Address");
-        return zsys_sprintf ("address %s", address ? address : "unknown");
+        const char *key = zmq_msg_gets (part, "User-Id");
+        if (self->admin_auth && key && *key)
+            return zsys_sprintf ("curve key %s, address %s", key, address ? address : "unknown");
+        return zsys_sprintf ("%saddress %s", self->admin_auth ? "curve, " : "", address ? address : "unknown");
     }
     int fd = zmq_msg_get (part, ZMQ_SRCFD);
     struct ucred cred;
@@ -783,6 +827,7 @@ mx_control_actor (zsock_t *pipe, void *args)
     zactor_destroy (&self->reader.actor);
     s_lock_disconnect (self);
     zsock_destroy (&self->admin);
+    zactor_destroy (&self->admin_auth);
     if (self->admin_ipc)
         unlink (self->config->admin_endpoint + 6);
     free (self->children);

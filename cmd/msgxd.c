@@ -262,12 +262,20 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
     S_ADVICE (admin_endpoint) =
         "An ipc:// path is mode 0600 (only the msgx user and root connect; see admin.group); under "
         "systemd ipc:///run/msgxd/admin.sock, which msgxctl uses by default. tcp:// has no "
-        "authentication, so it is refused unless on a loopback address (127.0.0.1, [::1]); the "
-        "audit log then records the peer's address instead of its uid.",
+        "authentication of its own: it is refused unless on a loopback address (127.0.0.1, [::1]) "
+        "or with CURVE (admin.curve); the audit log then records the peer's address (and its "
+        "CURVE key) instead of its uid.",
     S_ADVICE (admin_group) =
         "msgx-admin (created by the package) lets its members run msgxctl without root: add "
         "operators with adduser NAME msgx-admin. The msgx user must be a member too, to hand the "
         "socket to the group.",
+    S_ADVICE (admin_curve_server_cert) =
+        "Only for a tcp:// admin endpoint reached from other hosts. Make the pair once with "
+        "zcert (czmq): FILE holds the public key, FILE_secret the secret one (mode 0640, group "
+        "msgx); hand FILE to the operators for msgxctl --curve-server.",
+    S_ADVICE (admin_curve_clients) =
+        "One public certificate file per operator (msgxctl --curve-cert FILE; FILE goes here, "
+        "FILE_secret stays with the operator). Removing a file revokes that client.",
     S_ADVICE (admin_max_request_bytes) =
         "Rarely changed: the largest request (replay --id with thousands of ids) is a few tens of "
         "kilobytes.",

@@ -1707,6 +1707,36 @@ s_loopback_endpoint (const char *address)
     return loopback;
 }
 
+//  msgx.admin.*: the endpoint and what protects it.
+static void
+s_check_admin (const mx_config_t *self, zlist_t *problems)
+{
+    const char *admin = self->admin_endpoint;
+    if (!((s_starts_with (admin, "ipc://") || s_starts_with (admin, "tcp://"))
+    &&   strlen (admin) > strlen ("ipc://")))
+        s_problem (self, problems, S_IDX (admin_endpoint),
+                   "must start with ipc:// or tcp:// followed by an address");
+    bool curve = *self->admin_curve_server_cert || *self->admin_curve_clients;
+    if (s_starts_with (admin, "tcp://") && !curve && !s_loopback_endpoint (admin + strlen ("tcp://")))
+        s_problem (self, problems, S_IDX (admin_endpoint),
+                   "a tcp:// admin endpoint without CURVE has no authentication, so it must be on a loopback "
+                   "address (tcp://127.0.0.1:PORT or tcp://[::1]:PORT); set msgx.admin.curve.server-cert "
+                   "and msgx.admin.curve.clients, or use ipc://");
+    if (curve && !s_starts_with (admin, "tcp://"))
+        s_problem (self, problems, S_IDX (admin_curve_server_cert),
+                   "CURVE applies to a tcp:// msgx.admin.endpoint only");
+    else
+    if (curve && (!*self->admin_curve_server_cert || !*self->admin_curve_clients))
+        s_problem (self, problems, S_IDX (admin_curve_clients),
+                   "CURVE needs both msgx.admin.curve.server-cert and msgx.admin.curve.clients");
+    s_int_range (self, problems, S_IDX (admin_max_request_bytes), 1024, 16 * 1024 * 1024);
+    //  Whether the group exists is checked where the socket is made: the
+    //  configuration may be checked on a host without it.
+    if (*self->admin_group && !s_starts_with (admin, "ipc://"))
+        s_problem (self, problems, S_IDX (admin_group),
+                   "applies to an ipc:// msgx.admin.endpoint only (tcp:// has no permissions)");
+}
+
 int
 mx_config_validate (const mx_config_t *self, zlist_t *errors)
 {
@@ -1804,21 +1834,7 @@ mx_config_validate (const mx_config_t *self, zlist_t *errors)
     //  Endpoints
     s_check_http_bind (self, problems);
     s_int_range (self, problems, S_IDX (http_max_body_bytes), 1, INT64_MAX);
-    const char *admin = self->admin_endpoint;
-    if (!((s_starts_with (admin, "ipc://") || s_starts_with (admin, "tcp://"))
-    &&   strlen (admin) > strlen ("ipc://")))
-        s_problem (self, problems, S_IDX (admin_endpoint),
-                   "must start with ipc:// or tcp:// followed by an address");
-    if (s_starts_with (admin, "tcp://") && !s_loopback_endpoint (admin + strlen ("tcp://")))
-        s_problem (self, problems, S_IDX (admin_endpoint),
-                   "a tcp:// admin endpoint has no authentication, so it must be on a loopback address "
-                   "(tcp://127.0.0.1:PORT or tcp://[::1]:PORT); use ipc:// for anything else");
-    s_int_range (self, problems, S_IDX (admin_max_request_bytes), 1024, 16 * 1024 * 1024);
-    //  Whether the group exists is checked where the socket is made: the
-    //  configuration may be checked on a host without it.
-    if (*self->admin_group && !s_starts_with (admin, "ipc://"))
-        s_problem (self, problems, S_IDX (admin_group),
-                   "applies to an ipc:// msgx.admin.endpoint only (tcp:// has no permissions)");
+    s_check_admin (self, problems);
 
     //  Shared mailbox
     s_int_range (self, problems, S_IDX (mailbox_shared_mysql_port), 1, 65535);

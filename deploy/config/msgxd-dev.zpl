@@ -575,14 +575,15 @@ msgx
 
     admin
         #   msgxctl endpoint, ipc:// (mode 0600, or 0660 with admin.group) or
-        #   tcp:// on a loopback address.
+        #   tcp:// (on loopback, or anywhere with admin.curve).
         #   Text; default ipc://msgx-admin.sock; environment
         #   MSGX_ADMIN_ENDPOINT.
         #   An ipc:// path is mode 0600 (only the msgx user and root connect;
         #   see admin.group); under systemd ipc:///run/msgxd/admin.sock, which
-        #   msgxctl uses by default. tcp:// has no authentication, so it is
-        #   refused unless on a loopback address (127.0.0.1, [::1]); the audit
-        #   log then records the peer's address instead of its uid.
+        #   msgxctl uses by default. tcp:// has no authentication of its own: it
+        #   is refused unless on a loopback address (127.0.0.1, [::1]) or with
+        #   CURVE (admin.curve); the audit log then records the peer's address
+        #   (and its CURVE key) instead of its uid.
         endpoint = ipc://msgx-admin.sock
 
         #   group whose members may use the ipc admin socket (made mode 0660 and
@@ -592,6 +593,24 @@ msgx
         #   without root: add operators with adduser NAME msgx-admin. The msgx
         #   user must be a member too, to hand the socket to the group.
         group = ""
+
+        curve
+            #   zcert file of the tcp:// admin socket's CURVE key pair (the
+            #   secret half in FILE_secret); set = CURVE on.
+            #   Text; default empty; environment MSGX_ADMIN_CURVE_SERVER_CERT.
+            #   Only for a tcp:// admin endpoint reached from other hosts. Make
+            #   the pair once with zcert (czmq): FILE holds the public key,
+            #   FILE_secret the secret one (mode 0640, group msgx); hand FILE to
+            #   the operators for msgxctl --curve-server.
+            server-cert = ""
+
+            #   folder of the public zcert files of the msgxctl clients allowed
+            #   over CURVE.
+            #   Text; default empty; environment MSGX_ADMIN_CURVE_CLIENTS.
+            #   One public certificate file per operator (msgxctl --curve-cert
+            #   FILE; FILE goes here, FILE_secret stays with the operator).
+            #   Removing a file revokes that client.
+            clients = ""
 
         #   largest admin request; ZeroMQ closes the connection of a larger one
         #   before msgxd reads it.

@@ -169,6 +169,110 @@ test_admin_tcp_off_loopback_refused (void **state)
     }
 }
 
+//  msgxctl over tcp with the given CURVE certificates (NULL: none).
+static int
+s_ctl_curve (fixture_t *fx, const char *endpoint, const char *server, const char *cert, char **out, char **err)
+{
+    const char *argv [10] = { fx->msgxctl, "--endpoint", endpoint, "--timeout", "1000" };
+    int argc = 5;
+    if (server) {
+        argv [argc++] = "--curve-server";
+        argv [argc++] = server;
+    }
+    if (cert) {
+        argv [argc++] = "--curve-cert";
+        argv [argc++] = cert;
+    }
+    argv [argc++] = "status";
+    argv [argc] = NULL;
+    return mx_testproc_run (argv, NULL, WAIT_MS, out, err);
+}
+
+//  With CURVE the admin endpoint may listen off loopback: only a client
+//  that knows the daemon's public key and whose own certificate is in the
+//  clients folder gets any answer.
+static void
+test_admin_tcp_with_curve (void **state)
+{
+    fixture_t *fx = *state;
+    char *clients = zsys_sprintf ("%s/clients", fx->dir);
+    assert_int_equal (mkdir (clients, 0700), 0);
+    char *server_path = zsys_sprintf ("%s/server.cert", fx->dir);
+    char *allowed_path = zsys_sprintf ("%s/operator.cert", fx->dir);
+    char *stranger_path = zsys_sprintf ("%s/stranger.cert", fx->dir);
+    char *allowed_public = zsys_sprintf ("%s/operator.cert", clients);
+    zcert_t *server = zcert_new ();
+    zcert_t *allowed = zcert_new ();
+    zcert_t *stranger = zcert_new ();
+    assert_int_equal (zcert_save (server, server_path), 0);
+    assert_int_equal (zcert_save (allowed, allowed_path), 0);
+    assert_int_equal (zcert_save (stranger, stranger_path), 0);
+    assert_int_equal (zcert_save_public (allowed, allowed_public), 0);
+
+    env_t env;
+    s_env (fx, "curve", &env);
+    int port = mx_testenv_free_port ();
+    free (env.vars [1]);
+    env.vars [1] = zsys_sprintf ("MSGX_ADMIN_ENDPOINT=tcp://0.0.0.0:%d", port);
+    env.vars [5] = zsys_sprintf ("MSGX_ADMIN_CURVE_SERVER_CERT=%s", server_path);
+    env.vars [6] = zsys_sprintf ("MSGX_ADMIN_CURVE_CLIENTS=%s", clients);
+    mx_testproc_t *daemon = s_start (fx, &env);
+    assert_non_null (mx_testproc_expect_stderr (daemon, "role active", WAIT_MS));
+    char *endpoint = zsys_sprintf ("tcp://127.0.0.1:%d", port);
+
+    char *out = NULL, *err = NULL;
+    assert_int_equal (s_ctl_curve (fx, endpoint, server_path, allowed_path, &out, &err), 0);
+    assert_non_null (strstr (out, "role        active"));
+    free (out);
+    free (err);
+    //  The audit row of a replay names the CURVE client next to the claim.
+    const char *replay [] = { fx->msgxctl, "--endpoint", endpoint, "--curve-server", server_path,
+                              "--curve-cert", allowed_path, "replay", "--events", "--all", "--dry-run", NULL };
+    int code = mx_testproc_run (replay, NULL, WAIT_MS, &out, &err);
+    if (code != 0)
+        fail_msg ("replay over CURVE: exit %d: %s%s", code, out, err);
+    free (out);
+    free (err);
+    PGconn *conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
+    assert_int_equal (PQstatus (conn), CONNECTION_OK);
+    PGresult *res = PQexec (conn, "SELECT os_user FROM audit_log WHERE action = 'replay-events'");
+    assert_int_equal (PQntuples (res), 1);
+    char *key = zsys_sprintf ("[curve key %s,", zcert_public_txt (allowed));
+    bool named = strstr (PQgetvalue (res, 0, 0), key) != NULL;
+    free (key);
+    if (!named)
+        fail_msg ("audit row without the CURVE peer: %s", PQgetvalue (res, 0, 0));
+    PQclear (res);
+    PQfinish (conn);
+    //  No CURVE at all, a certificate not in the folder: no verb answered.
+    assert_int_equal (s_ctl_curve (fx, endpoint, NULL, NULL, &out, &err), 3);
+    free (out);
+    free (err);
+    assert_int_equal (s_ctl_curve (fx, endpoint, server_path, stranger_path, &out, &err), 3);
+    free (out);
+    free (err);
+    //  The right client certificate but a wrong idea of the server's key.
+    assert_int_equal (s_ctl_curve (fx, endpoint, stranger_path, allowed_path, &out, &err), 3);
+    free (out);
+    free (err);
+
+    mx_testproc_signal (daemon, SIGTERM);
+    int wstatus = 0;
+    assert_int_equal (mx_testproc_wait (daemon, WAIT_MS, &wstatus), 0);
+    assert_int_equal (WEXITSTATUS (wstatus), 0);
+    mx_testproc_destroy (&daemon);
+    zcert_destroy (&server);
+    zcert_destroy (&allowed);
+    zcert_destroy (&stranger);
+    free (endpoint);
+    free (allowed_public);
+    free (stranger_path);
+    free (allowed_path);
+    free (server_path);
+    free (clients);
+    s_env_free (&env);
+}
+
 static void
 test_msgxctl_without_daemon_exits_3 (void **state)
 {
@@ -524,6 +628,7 @@ main (void)
         cmocka_unit_test_setup_teardown (test_bad_config_exits_78_naming_each_problem, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_prod_without_brokers_refuses_to_start, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_admin_tcp_off_loopback_refused, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_admin_tcp_with_curve, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_msgxctl_without_daemon_exits_3, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_msgxctl_usage_errors_exit_2, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_status_against_a_running_daemon, s_setup, s_teardown),

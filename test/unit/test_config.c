@@ -454,6 +454,7 @@ test_validation_rules (void **state)
         { "msgx.admin.endpoint",                "tcp://127.0.0.1.example.com:5555", "must be on a loopback address" },
         { "msgx.admin.endpoint",                "tcp://10.0.0.1:5555", "must be on a loopback address" },
         { "msgx.admin.max-request-bytes",       "100", "between 1024" },
+        { "msgx.admin.curve.server-cert",       "/etc/msgxd/admin.cert", "tcp:// msgx.admin.endpoint only" },
         { "mailbox.shared-mysql.port",          "0",        "between 1 and 65535" },
         { "mailbox.shared-mysql.port",          "65536",    "between 1 and 65535" },
         { "mailbox.shared-mysql.read-timeout",  "1500ms",   "whole seconds" },
