@@ -3,6 +3,7 @@
     pipeline (once the instance is active). See docs/architecture.md.  */
 #include "mx_actor.h"
 #include "mx_aggregator.h"
+#include "mx_control.h"
 #include "mx_backfill_actor.h"
 #include "mx_delivery.h"
 #include "mx_dispatcher.h"
@@ -58,4 +59,5 @@ mx_actors_register_metrics (void)
     mx_processor_batch_size ();
     mx_processor_seconds ();
     mx_log_dropped_metric ();
+    mx_control_admin_dropped ();
 }

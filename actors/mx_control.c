@@ -43,6 +43,9 @@ typedef struct {
     zsock_t *admin;             //  ROUTER for msgxctl
     bool admin_ipc;             //  we created the ipc socket file
     zactor_t *admin_auth;       //  zauth: the CURVE clients allowed on tcp
+    zsock_t *admin_monitor;     //  the admin socket's connection events
+    zhashx_t *admin_peers;      //  fd -> s_peer_t, connections seen by the monitor
+    bool admin_failed;          //  the last monitor event: a failed handshake
     PGconn *lock_conn;          //  holds the session advisory lock
     bool lock_waiting;          //  async pg_advisory_lock in flight
     int64_t retry_at;           //  next connect attempt, INT64_MAX = none
@@ -122,6 +125,88 @@ s_admin_permit (const char *path, const char *group, char **error)
     return 0;
 }
 
+//  A request ZeroMQ drops for its size never reaches us: its connection
+//  is closed instead. The monitor tells which connections were accepted
+//  and closed without a whole request arriving. A handshake that fails (a
+//  socket probe, a wrong CURVE key) is reported just before its
+//  disconnection, by the same I/O thread: that one is no dropped request.
+typedef struct {
+    bool spoke;                 //  a request arrived over it
+} s_peer_t;
+
+mx_metrics_counter_t *
+mx_control_admin_dropped (void)
+{
+    return mx_metrics_counter ("msgx_admin_requests_dropped_total",
+                               "Admin connections closed before a whole request arrived: larger than "
+                               "msgx.admin.max-request-bytes, or cut off", NULL);
+}
+
+static s_peer_t *
+s_admin_peer_entry (s_control_t *self, int fd)
+{
+    char key [16];
+    snprintf (key, sizeof key, "%d", fd);
+    s_peer_t *peer = (s_peer_t *) zhashx_lookup (self->admin_peers, key);
+    if (!peer) {
+        peer = (s_peer_t *) zmalloc (sizeof (s_peer_t));
+        zhashx_insert (self->admin_peers, key, peer);
+    }
+    return peer;
+}
+
+static void
+s_admin_monitor_event (s_control_t *self)
+{
+    zmsg_t *event = zmsg_recv (self->admin_monitor);
+    zframe_t *head = event ? zmsg_first (event) : NULL;
+    if (!head || zframe_size (head) != 6) {
+        zmsg_destroy (&event);
+        return;
+    }
+    uint16_t kind;
+    uint32_t fd;
+    memcpy (&kind, zframe_data (head), sizeof kind);
+    memcpy (&fd, zframe_data (head) + 2, sizeof fd);
+    bool failed = self->admin_failed;
+    self->admin_failed = kind == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL || kind == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
+                      || kind == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
+    if (kind == ZMQ_EVENT_ACCEPTED)
+        s_admin_peer_entry (self, (int) fd);
+    else
+    if (kind == ZMQ_EVENT_DISCONNECTED) {
+        char key [16];
+        snprintf (key, sizeof key, "%d", (int) fd);
+        s_peer_t *peer = (s_peer_t *) zhashx_lookup (self->admin_peers, key);
+        if (peer && !peer->spoke && !failed) {
+            mx_metrics_add (mx_control_admin_dropped (), 1);
+            mx_warn (ACTOR, "an admin connection closed before a whole request arrived "
+                     "(larger than msgx.admin.max-request-bytes, or cut off)");
+        }
+        zhashx_delete (self->admin_peers, key);
+    }
+    zmsg_destroy (&event);
+}
+
+static int
+s_admin_monitor_start (s_control_t *self, char **error)
+{
+    char endpoint [64];
+    snprintf (endpoint, sizeof endpoint, "inproc://msgx-admin-monitor-%p", (void *) self);
+    self->admin_peers = zhashx_new ();
+    zhashx_set_destructor (self->admin_peers, (zhashx_destructor_fn *) zstr_free);
+    self->admin_monitor = zsock_new (ZMQ_PAIR);
+    if (!self->admin_monitor
+    ||  zmq_socket_monitor (zsock_resolve (self->admin), endpoint,
+                            ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL
+                            | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0
+    ||  zsock_connect (self->admin_monitor, "%s", endpoint) != 0) {
+        *error = zsys_sprintf ("cannot watch the admin socket: %s", zmq_strerror (zmq_errno ()));
+        return -1;
+    }
+    return 0;
+}
+
 //  CURVE on the admin socket: its key pair from server-cert, and a zauth
 //  that lets in only the clients whose public certificates are in the
 //  clients folder. Before the bind, as libzmq requires.
@@ -180,6 +265,12 @@ s_admin_bind (s_control_t *self, char **error)
         return -1;
     }
     self->admin_ipc = ipc;
+    if (s_admin_monitor_start (self, error)) {
+        zsock_destroy (&self->admin_monitor);
+        zhashx_destroy (&self->admin_peers);
+        zsock_destroy (&self->admin);
+        return -1;
+    }
     if (ipc && s_admin_permit (endpoint + 6, self->config->admin_group, error)) {
         zsock_destroy (&self->admin);
         return -1;
@@ -521,6 +612,9 @@ static char *
 s_admin_peer (s_control_t *self, zmq_msg_t *part)
 {
     if (!self->admin_ipc) {
+        int fd = zmq_msg_get (part, ZMQ_SRCFD);
+        if (fd >= 0)
+            s_admin_peer_entry (self, fd)->spoke = true;
         //  With CURVE, zauth accepted the client by its public key.
         const char *address = zmq_msg_gets (part, "Peer-Address");
         const char *key = zmq_msg_gets (part, "User-Id");
@@ -531,6 +625,8 @@ s_admin_peer (s_control_t *self, zmq_msg_t *part)
     int fd = zmq_msg_get (part, ZMQ_SRCFD);
     struct ucred cred;
     socklen_t size = sizeof cred;
+    if (fd >= 0)
+        s_admin_peer_entry (self, fd)->spoke = true;
     if (fd < 0 || getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &size) != 0)
         return strdup ("uid unknown");
     char buffer [1024];
@@ -747,6 +843,14 @@ s_lock_ready (void *self_, void *arg)
 }
 
 static bool
+s_admin_monitor_ready (void *self_, void *arg)
+{
+    (void) arg;
+    s_admin_monitor_event ((s_control_t *) self_);
+    return false;
+}
+
+static bool
 s_admin_ready (void *self_, void *arg)
 {
     (void) arg;
@@ -771,6 +875,8 @@ s_sources (void *self_, mx_actor_source_t *sources, size_t max)
         sources [count++] = (mx_actor_source_t) { .fd = PQsocket (self->lock_conn), .ready = s_lock_ready };
     if (self->admin && count < max)
         sources [count++] = (mx_actor_source_t) { .sock = self->admin, .ready = s_admin_ready };
+    if (self->admin_monitor && count < max)
+        sources [count++] = (mx_actor_source_t) { .sock = self->admin_monitor, .ready = s_admin_monitor_ready };
     if (self->reader.actor && count < max)
         sources [count++] = (mx_actor_source_t) {
             .sock = zactor_sock (self->reader.actor), .ready = s_child_ready, .arg = &self->reader
@@ -826,6 +932,10 @@ mx_control_actor (zsock_t *pipe, void *args)
     zhashx_destroy (&self->admin_waiting);
     zactor_destroy (&self->reader.actor);
     s_lock_disconnect (self);
+    if (self->admin)
+        zmq_socket_monitor (zsock_resolve (self->admin), NULL, 0);
+    zsock_destroy (&self->admin_monitor);
+    zhashx_destroy (&self->admin_peers);
     zsock_destroy (&self->admin);
     zactor_destroy (&self->admin_auth);
     if (self->admin_ipc)

@@ -588,9 +588,12 @@ test_cli_against_a_draining_daemon (void **state)
 
     //  A request over msgx.admin.max-request-bytes is dropped unread (no
     //  answer), and the daemon answers the next one.
-    zsock_t *client = zsock_new_req (endpoint);
+    zsock_t *client = zsock_new (ZMQ_REQ);
     assert_non_null (client);
     zsock_set_rcvtimeo (client, 1000);
+    //  No second connection: the count is of the one the request cost.
+    zsock_set_reconnect_ivl (client, -1);
+    assert_int_equal (zsock_connect (client, "%s", endpoint), 0);
     size_t size = 128 * 1024;
     char *huge = malloc (size + 1);
     memset (huge, 'x', size);
@@ -603,6 +606,15 @@ test_cli_against_a_draining_daemon (void **state)
     assert_int_equal (mx_testproc_run (after, NULL, WAIT_MS, &out, &err), 0);
     free (out);
     free (err);
+    //  ... and counted: the daemon says so in its log and in /metrics.
+    assert_non_null (mx_testproc_expect_stderr (daemon, "closed before a whole request arrived", WAIT_MS));
+    int http_port = atoi (strrchr (env.vars [4], ':') + 1);
+    char *head = NULL, *body = NULL;
+    assert_int_equal (mx_testhttp_get (http_port, "/metrics", 10, &head, &body), 200);
+    char sample [32];
+    assert_string_equal (mx_testhttp_sample (body, "msgx_admin_requests_dropped_total", sample, sizeof sample), "1");
+    free (head);
+    free (body);
     res = PQexec (conn, "SELECT string_agg (action || ':' || result, ',' ORDER BY id) FROM audit_log");
     assert_string_equal (PQgetvalue (res, 0, 0),
                          "cutover:refused,backfill-recover:ok,request:ok,replay:dry-run,replay:ok");
