@@ -59,5 +59,6 @@ mx_actors_register_metrics (void)
     mx_processor_batch_size ();
     mx_processor_seconds ();
     mx_log_dropped_metric ();
+    mx_http_register_metrics ();
     mx_control_admin_dropped ();
 }

@@ -3,38 +3,38 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <netdb.h>
 #include <stdarg.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
-#include <libpq-fe.h>
 #include <microhttpd.h>
 
+#include "mx_cidr.h"
 #include "mx_compat_body.h"
+#include "mx_compat_writer.h"
 #include "mx_log.h"
-#include "mx_mailbox.h"
 #include "mx_metrics.h"
 #include "mx_metrics_actor.h"
 #include "mx_pg.h"
-#include "mx_procstate.h"
 
 #define S_PATH_SEND "/cminmsgs/send"
 #define S_PATH_HEALTH "/health"
+#define S_PATH_LIVE "/health/live"
+#define S_PATH_READY "/health/ready"
 #define S_PATH_METRICS "/metrics"
 
 //  How long /health and /metrics wait for the metrics actor. Longer than
 //  its Kafka check (MX_METRICS_KAFKA_TIMEOUT_MS) plus a database round trip.
 #define S_METRICS_WAIT_MS 2000
 
-//  Per-connection bounds (the idle timeout is msgx.http.idle-timeout): open
-//  connections, and MHD's per-connection memory pool (request line and
-//  headers must fit in it).
-#define S_CONNECTION_LIMIT     64u
+//  MHD's per-connection memory pool (request line and headers must fit).
 #define S_CONNECTION_MEMORY    ((size_t) 32 * 1024)
 
 //  CMINMSGS_CLOB_MSG is a MEDIUMTEXT: a larger body could never be stored.
@@ -46,41 +46,57 @@
 //  Bytes of a refused body still read (and dropped) so the client gets its
 //  answer; beyond this the connection is cut.
 #define S_DRAIN_LIMIT ((size_t) 1024 * 1024)
+//  Longest token file read.
+#define S_TOKEN_MAX 4096
 
-//  Refusals are counted per status code (metrics come from these later).
-static const unsigned int s_status_codes [] = { 400, 404, 405, 413, 415, 503 };
-#define S_STATUS_COUNT (sizeof s_status_codes / sizeof s_status_codes [0])
+//  What became of each request to the compat entry (the metric's label).
+typedef enum {
+    S_ACCEPTED, S_DISABLED, S_UNAUTHORIZED, S_FORBIDDEN, S_INVALID, S_UNAVAILABLE,
+    S_OUTCOME_COUNT,
+    S_NOT_COMPAT = -1               //  a refusal that is not the compat entry's
+} s_outcome_t;
 
+static const char *s_outcome_names [S_OUTCOME_COUNT] = {
+    "accepted", "disabled", "unauthorized", "forbidden", "invalid", "unavailable"
+};
+
+static mx_metrics_counter_t *
+s_compat_requests (s_outcome_t outcome)
+{
+    assert (outcome >= 0 && outcome < S_OUTCOME_COUNT);
+    return mx_metrics_counter_by ("msgx_compat_requests_total",
+        "Requests to the compat entry POST /cminmsgs/send by outcome: accepted, disabled (404, the"
+        " entry is off or not on this bind), unauthorized (401), forbidden (403), invalid (400, 404,"
+        " 405, 413, 415), unavailable (503)", "outcome", s_outcome_names [outcome]);
+}
+
+void
+mx_http_register_metrics (void)
+{
+    for (int outcome = 0; outcome < S_OUTCOME_COUNT; outcome++)
+        s_compat_requests ((s_outcome_t) outcome);
+}
+
+typedef struct _s_http_t s_http_t;
+
+//  One MHD daemon on one bind: the service bind (/health, /metrics) or the
+//  compat bind (POST /cminmsgs/send only).
 typedef struct {
-    uint64_t accepted;
-    uint64_t rejected [S_STATUS_COUNT];     //  by s_status_codes
-    uint64_t cut_off;                       //  closed while a refused body kept coming
-    uint64_t procstate_failed;              //  stored in the mailbox, proc_state row missing
-} s_counts_t;
-
-typedef struct {
-    zsock_t *pipe;
-    const mx_actor_args_t *args;
-    const mx_config_t *config;
-    const char *name;
+    s_http_t *http;
+    bool compat;
+    const char *bind;
     struct MHD_Daemon *daemon;
     int epoll_fd;
-    size_t max_body;                //  bytes of one body
-    size_t budget;                  //  bytes of all bodies held at once
-    size_t buffered;                //  bytes allocated to bodies now
-    mx_mailbox_t *mailbox;
-    PGconn *pg;                     //  lazily (re)connected
-    s_counts_t counts;
-    zsock_t *metrics;               //  DEALER to the metrics actor
-    uint64_t metrics_tag;           //  of the last request, to drop late replies
-    //  The instance's role and pause as control last told (ROLE). An actor
-    //  nobody tells (started on its own) serves as an active instance.
-    char role [16];
-    bool paused;
-} s_http_t;
+} s_server_t;
 
-//  One request being received (MHD's per-request pointer).
+typedef enum { S_KIND_SEND, S_KIND_HEALTH, S_KIND_READY, S_KIND_METRICS } s_kind_t;
+
+//  One request being received (MHD's per-request pointer). A request that
+//  waits (for the metrics actor or the writer) is suspended, listed in
+//  waiting, and resumed with its answer in hand.
 typedef struct {
+    s_kind_t kind;
+    struct MHD_Connection *connection;
     char *body;
     size_t size;
     size_t capacity;
@@ -88,7 +104,44 @@ typedef struct {
     unsigned int status;            //  refusal decided while the body arrived; 0 = none
     char *reason;
     size_t dropped;                 //  body bytes read and dropped after the refusal
+    bool suspended;
+    bool answered;                  //  resumed with its result
+    uint64_t tag;                   //  of its COMPAT_WRITE
+    int64_t id;                     //  stored as this CMINMSGS_ID
+    json_t *snapshot;               //  the metrics actor's answer (NULL: silent)
 } s_request_t;
+
+struct _s_http_t {
+    zsock_t *pipe;
+    const mx_actor_args_t *args;
+    const mx_config_t *config;
+    const char *name;
+    s_server_t service;
+    s_server_t compat;              //  daemon NULL unless msgx.http.compat.enabled
+    size_t max_body;                //  bytes of one body
+    size_t budget;                  //  bytes of all bodies held at once
+    size_t buffered;                //  bytes allocated to bodies now
+    char *token;                    //  the compat entry's bearer token, or NULL
+    size_t token_length;
+    mx_cidr_list_t *allow;          //  its client address list, or NULL (any)
+    uint64_t counts [S_OUTCOME_COUNT];
+    uint64_t cut_off;               //  closed while a refused body kept coming
+    //  The compat writer (mx_compat_writer.h) and the writes it has in hand.
+    zactor_t *writer;
+    mx_compat_writer_args_t writer_args;
+    uint64_t write_tag;
+    zlistx_t *writing;              //  s_request_t *, in the order sent
+    //  The metrics actor and the requests waiting for its snapshot. One
+    //  SNAPSHOT at a time; every request that arrives meanwhile shares it.
+    zsock_t *metrics;               //  DEALER
+    uint64_t metrics_tag;           //  of the SNAPSHOT in flight (late replies are dropped)
+    int64_t metrics_deadline;       //  zclock_mono; 0 = none in flight
+    zlistx_t *asking;               //  s_request_t *
+    //  The instance's role and pause as control last told (ROLE). An actor
+    //  nobody tells (started on its own) serves as an active instance.
+    char role [16];
+    bool paused;
+};
 
 //  ---------------------------------------------------------------------
 //  Answers
@@ -120,6 +173,8 @@ s_respond_as (struct MHD_Connection *connection, unsigned int status, const char
     MHD_add_response_header (response, MHD_HTTP_HEADER_CONTENT_TYPE, type);
     if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
         MHD_add_response_header (response, MHD_HTTP_HEADER_ALLOW, allow);
+    if (status == MHD_HTTP_UNAUTHORIZED)
+        MHD_add_response_header (response, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
     enum MHD_Result rc = MHD_queue_response (connection, status, response);
     MHD_destroy_response (response);
     return rc;
@@ -131,28 +186,21 @@ s_respond (struct MHD_Connection *connection, unsigned int status, const char *t
     return s_respond_as (connection, status, "text/plain; charset=utf-8", MHD_HTTP_METHOD_POST, text);
 }
 
-static void
-s_count_rejection (s_http_t *self, unsigned int status)
-{
-    for (size_t i = 0; i < S_STATUS_COUNT; i++)
-        if (s_status_codes [i] == status) {
-            self->counts.rejected [i]++;
-            return;
-        }
-    assert (!"http: rejection with a status that is not counted");
-}
-
-//  Answers status with reason as one text/plain line; counted and logged.
+//  Answers status with reason as one text/plain line; counted under outcome
+//  (when it is the compat entry's) and logged.
 static enum MHD_Result
 s_reject (s_http_t *self, struct MHD_Connection *connection, unsigned int status,
-          const char *reason)
+          s_outcome_t outcome, const char *reason)
 {
-    s_count_rejection (self, status);
+    if (outcome != S_NOT_COMPAT) {
+        self->counts [outcome]++;
+        mx_metrics_add (s_compat_requests (outcome), 1);
+    }
     char peer [NI_MAXHOST + NI_MAXSERV + 2];
     s_peer (connection, peer, sizeof peer);
     json_t *fields = json_pack ("{s:i,s:s}", "status", (int) status, "peer", peer);
-    mx_log_emit (MX_LOG_WARN, self->name, fields, "compat entry refused with %u: %s",
-                 status, reason);
+    mx_log_emit (MX_LOG_WARN, self->name, fields, "%s refused with %u: %s",
+                 outcome == S_NOT_COMPAT ? "request" : "compat entry", status, reason);
     char *line = zsys_sprintf ("%s\n", reason);
     enum MHD_Result rc = s_respond (connection, status, line);
     free (line);
@@ -161,118 +209,246 @@ s_reject (s_http_t *self, struct MHD_Connection *connection, unsigned int status
 
 static enum MHD_Result
 s_rejectf (s_http_t *self, struct MHD_Connection *connection, unsigned int status,
-           const char *fmt, ...) __attribute__ ((format (printf, 4, 5)));
+           s_outcome_t outcome, const char *fmt, ...) __attribute__ ((format (printf, 5, 6)));
 
 static enum MHD_Result
 s_rejectf (s_http_t *self, struct MHD_Connection *connection, unsigned int status,
-           const char *fmt, ...)
+           s_outcome_t outcome, const char *fmt, ...)
 {
     va_list args;
     va_start (args, fmt);
     char *reason = zsys_vprintf (fmt, args);
     va_end (args);
-    enum MHD_Result rc = s_reject (self, connection, status, reason);
+    enum MHD_Result rc = s_reject (self, connection, status, outcome, reason);
     free (reason);
     return rc;
+}
+
+//  The outcome a refusal of the compat entry with this status counts as.
+static s_outcome_t
+s_outcome_of (unsigned int status)
+{
+    return status == MHD_HTTP_SERVICE_UNAVAILABLE ? S_UNAVAILABLE : S_INVALID;
+}
+
+//  ---------------------------------------------------------------------
+//  Waiting without blocking: a request is suspended while its answer is
+//  prepared elsewhere, and resumed when it is in hand (or overdue).
+
+static void
+s_suspend (s_request_t *request, zlistx_t *list)
+{
+    assert (!request->suspended);
+    MHD_suspend_connection (request->connection);
+    request->suspended = true;
+    zlistx_add_end (list, request);
+}
+
+static void
+s_resume (s_request_t *request)
+{
+    assert (request->suspended);
+    request->suspended = false;
+    request->answered = true;
+    MHD_resume_connection (request->connection);
 }
 
 //  ---------------------------------------------------------------------
 //  The compat entry
 
-//  Registers the PENDING proc_state row. A failure is only logged: the
-//  mailbox row exists, and ingress registers it when it polls.
-static void
-s_register (s_http_t *self, int64_t id, int64_t received_ms, int64_t now_ms)
-{
-    char *error = NULL;
-    if (!self->pg)
-        self->pg = mx_pg_connect (self->config->pg_conninfo, "msgxd-http",
-                                  self->config->pg_statement_timeout, &error);
-    if (self->pg && mx_procstate_insert_compat (self->pg, id, received_ms, now_ms, &error) == 0)
-        return;
-    self->counts.procstate_failed++;
-    json_t *fields = json_pack ("{s:I}", "msg_id", (json_int_t) id);
-    mx_log_emit (MX_LOG_WARN, self->name, fields,
-                 "mailbox row %" PRId64 " stored but its proc_state row was not: %s;"
-                 " ingress registers it when it polls", id, error ? error : "unknown error");
-    free (error);
-    if (self->pg && mx_pg_is_connection_error (self->pg))
-        mx_pg_disconnect (&self->pg);
-}
-
+//  Hands a checked body to the writer; the connection waits suspended.
 static enum MHD_Result
-s_send (s_http_t *self, struct MHD_Connection *connection, s_request_t *request)
+s_send (s_http_t *self, s_request_t *request)
 {
-    char *why = NULL;
-    unsigned int refused = mx_compat_body_check (request->body, request->size, self->max_body, &why);
-    if (refused) {
-        enum MHD_Result rc = s_reject (self, connection, refused, why);
-        free (why);
-        return rc;
-    }
-
     int64_t now = mx_clock_now (self->args->clock);
     //  DATE_RECEIVED holds whole seconds; proc_state copies what the
     //  mailbox says, as it does for polled rows.
     int64_t received = now - now % 1000;
-    int64_t id = 0;
-    char *error = NULL;
-    if (mx_mailbox_insert (self->mailbox, request->body, request->size, received, &id, &error)) {
-        enum MHD_Result rc;
-        if (error && strncmp (error, "shadow mode:", 12) == 0)
-            rc = s_reject (self, connection, MHD_HTTP_SERVICE_UNAVAILABLE, error);
-        else
-            rc = s_rejectf (self, connection, MHD_HTTP_SERVICE_UNAVAILABLE,
-                            "mailbox unavailable: %s", error ? error : "unknown error");
-        free (error);
+    request->body [request->size] = '\0';           //  s_append keeps a byte for it
+    request->tag = ++self->write_tag;
+    if (mx_cmd_send (zactor_sock (self->writer), MX_CMD_COMPAT_WRITE, request->tag,
+                     (uint64_t) received, (uint64_t) now, request->body))
+        return s_reject (self, request->connection, MHD_HTTP_SERVICE_UNAVAILABLE, S_UNAVAILABLE,
+                         "busy: the compat writer did not take the message, retry later");
+    s_suspend (request, self->writing);
+    return MHD_YES;
+}
+
+//  The writer's answer: the waiting connection gets its result.
+static bool
+s_writer_ready (void *self_, void *arg)
+{
+    s_http_t *self = (s_http_t *) self_;
+    (void) arg;
+    zmsg_t *rest = NULL;
+    mx_cmd_t cmd = mx_cmd_recv (zactor_sock (self->writer), &rest);
+    if (!rest)
+        return false;
+    assert (cmd == MX_CMD_COMPAT_WRITTEN);
+    mx_cmd_COMPAT_WRITTEN_t written;
+    mx_cmd_COMPAT_WRITTEN_take (&rest, &written);
+    //  One write at a time, in order: the answer is the oldest's.
+    s_request_t *request = (s_request_t *) zlistx_first (self->writing);
+    assert (request && request->tag == written.tag);
+    zlistx_delete (self->writing, zlistx_cursor (self->writing));
+    if (written.status) {
+        request->status = (unsigned int) written.status;
+        free (request->reason);
+        request->reason = strdup (written.error);
+    }
+    else
+        request->id = (int64_t) written.id;
+    mx_cmd_COMPAT_WRITTEN_free (&written);
+    s_resume (request);
+    return false;
+}
+
+static enum MHD_Result
+s_answer_send (s_http_t *self, s_request_t *request)
+{
+    self->counts [S_ACCEPTED]++;
+    mx_metrics_add (s_compat_requests (S_ACCEPTED), 1);
+    char text [MX_PG_INT64_BUFSIZE];
+    return s_respond (request->connection, MHD_HTTP_OK, mx_pg_int64_text (request->id, text));
+}
+
+//  Who may write: the address list first (403), then the token (401). Both
+//  come before anything about the body, so a stranger learns nothing more.
+static enum MHD_Result
+s_authorize (s_http_t *self, struct MHD_Connection *connection, bool *refused)
+{
+    *refused = true;
+    if (self->allow) {
+        const union MHD_ConnectionInfo *info =
+            MHD_get_connection_info (connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        if (!info || !mx_cidr_list_match (self->allow, info->client_addr)) {
+            char peer [NI_MAXHOST + NI_MAXSERV + 2];
+            s_peer (connection, peer, sizeof peer);
+            return s_rejectf (self, connection, MHD_HTTP_FORBIDDEN, S_FORBIDDEN,
+                              "client %s is not in msgx.http.compat.allow", peer);
+        }
+    }
+    if (self->token) {
+        const char *value = MHD_lookup_connection_value (connection, MHD_HEADER_KIND,
+                                                         MHD_HTTP_HEADER_AUTHORIZATION);
+        if (!value)
+            return s_reject (self, connection, MHD_HTTP_UNAUTHORIZED, S_UNAUTHORIZED,
+                             "authentication required: send Authorization: Bearer <token>");
+        if (!mx_compat_body_bearer_ok (value, self->token, self->token_length))
+            return s_reject (self, connection, MHD_HTTP_UNAUTHORIZED, S_UNAUTHORIZED,
+                             "the bearer token is not the one configured (msgx.http.compat.token-file)");
+    }
+    *refused = false;
+    return MHD_YES;
+}
+
+//  The headers of POST /cminmsgs/send on the compat bind: a request to
+//  receive the body into, or a refusal (request NULL).
+static enum MHD_Result
+s_begin_send (s_http_t *self, struct MHD_Connection *connection, const char *method,
+              s_request_t **request_p)
+{
+    if (strcmp (method, MHD_HTTP_METHOD_POST) != 0)
+        return s_rejectf (self, connection, MHD_HTTP_METHOD_NOT_ALLOWED, S_INVALID,
+                          "method %.16s not allowed on " S_PATH_SEND ": use POST", method);
+    bool refused;
+    enum MHD_Result rc = s_authorize (self, connection, &refused);
+    if (refused)
+        return rc;
+    char *why = NULL;
+    const char *type = MHD_lookup_connection_value (connection, MHD_HEADER_KIND,
+                                                    MHD_HTTP_HEADER_CONTENT_TYPE);
+    const char *length_text = MHD_lookup_connection_value (connection, MHD_HEADER_KIND,
+                                                           MHD_HTTP_HEADER_CONTENT_LENGTH);
+    size_t expected = 0;
+    unsigned int status = mx_compat_body_check_media_type (type, &why);
+    if (!status)
+        status = mx_compat_body_check_length (length_text, self->max_body, &expected, &why);
+    if (status) {
+        rc = s_reject (self, connection, status, S_INVALID, why);
+        free (why);
         return rc;
     }
-    s_register (self, id, received, now);
-    self->counts.accepted++;
-    json_t *fields = json_pack ("{s:I,s:I}", "msg_id", (json_int_t) id,
-                                "bytes", (json_int_t) request->size);
-    mx_log_emit (MX_LOG_INFO, self->name, fields, "compat entry stored message %" PRId64, id);
-    char text [MX_PG_INT64_BUFSIZE];
-    return s_respond (connection, MHD_HTTP_OK, mx_pg_int64_text (id, text));
+    //  Only the lock holder writes proc_state.
+    if (!streq (self->role, "active"))
+        return s_rejectf (self, connection, MHD_HTTP_SERVICE_UNAVAILABLE, S_UNAVAILABLE,
+                          "this instance is %s, not active: send to the active instance", self->role);
+    if (!self->config->mailbox_shared_mysql_enabled)
+        return s_reject (self, connection, MHD_HTTP_SERVICE_UNAVAILABLE, S_UNAVAILABLE,
+                         "mailbox disabled (mailbox.shared-mysql.enabled = false)");
+    if (self->config->shadow)
+        return s_reject (self, connection, MHD_HTTP_SERVICE_UNAVAILABLE, S_UNAVAILABLE,
+                         "shadow mode: msgx.shadow = true forbids writing to the shared mailbox");
+    s_request_t *request = (s_request_t *) calloc (1, sizeof *request);
+    if (!request)
+        return MHD_NO;
+    request->kind = S_KIND_SEND;
+    request->connection = connection;
+    request->expected = expected;
+    *request_p = request;
+    return MHD_YES;
 }
 
 //  ---------------------------------------------------------------------
 //  /health and /metrics
 
-//  The metrics actor's snapshot (see mx_metrics_actor.h), or NULL when it
-//  did not answer within S_METRICS_WAIT_MS. A reply to an earlier request
-//  that came too late is dropped by its tag.
-static json_t *
-s_ask_metrics (s_http_t *self)
-{
-    if (!self->metrics)
-        return NULL;
-    uint64_t tag = ++self->metrics_tag;
-    if (mx_cmd_send (self->metrics, MX_CMD_SNAPSHOT, tag))
-        return NULL;
-    int64_t deadline = zclock_mono () + S_METRICS_WAIT_MS;
-    while (true) {
-        int64_t left = deadline - zclock_mono ();
-        if (left <= 0)
-            return NULL;
-        zmsg_t *rest = NULL;
-        mx_cmd_t cmd = mx_cmd_recv_timeout (self->metrics, (int) left, &rest);
-        if (!rest)
-            continue;
-        assert (cmd == MX_CMD_SNAPSHOT_REPLY);
-        mx_cmd_SNAPSHOT_REPLY_t reply;
-        mx_cmd_SNAPSHOT_REPLY_take (&rest, &reply);
-        json_t *snapshot = reply.tag == tag ? json_loads (reply.json, 0, NULL) : NULL;
-        mx_cmd_SNAPSHOT_REPLY_free (&reply);
-        if (snapshot)
-            return snapshot;
-    }
-}
-
 static bool
 s_active (s_http_t *self)
 {
     return streq (self->role, "active");
+}
+
+//  Asks the metrics actor for its snapshot unless a SNAPSHOT is in flight;
+//  the request waits suspended for the answer or S_METRICS_WAIT_MS.
+static void
+s_ask_metrics (s_http_t *self, s_request_t *request)
+{
+    if (!self->metrics_deadline) {
+        self->metrics_tag++;
+        self->metrics_deadline = zclock_mono () + S_METRICS_WAIT_MS;
+        //  A metrics actor that is not there is no different from a silent one.
+        mx_cmd_send (self->metrics, MX_CMD_SNAPSHOT, self->metrics_tag);
+    }
+    s_suspend (request, self->asking);
+}
+
+//  Every request waiting for the snapshot gets it (NULL: none came).
+static void
+s_metrics_answered (s_http_t *self, json_t *snapshot)
+{
+    self->metrics_deadline = 0;
+    if (!snapshot) {
+        mx_log_emit (MX_LOG_WARN, self->name, NULL,
+                     "the metrics actor did not answer within %d ms: /health is 503 and the"
+                     " backlog figures of /metrics are unknown", S_METRICS_WAIT_MS);
+        mx_metrics_actor_publish (NULL);
+    }
+    s_request_t *request;
+    while ((request = (s_request_t *) zlistx_first (self->asking))) {
+        zlistx_delete (self->asking, zlistx_cursor (self->asking));
+        request->snapshot = snapshot ? json_incref (snapshot) : NULL;
+        s_resume (request);
+    }
+    json_decref (snapshot);
+}
+
+static bool
+s_metrics_ready (void *self_, void *arg)
+{
+    s_http_t *self = (s_http_t *) self_;
+    (void) arg;
+    zmsg_t *rest = NULL;
+    mx_cmd_t cmd = mx_cmd_recv (self->metrics, &rest);
+    if (!rest)
+        return false;
+    assert (cmd == MX_CMD_SNAPSHOT_REPLY);
+    mx_cmd_SNAPSHOT_REPLY_t reply;
+    mx_cmd_SNAPSHOT_REPLY_take (&rest, &reply);
+    //  A reply to an earlier SNAPSHOT that came too late is dropped.
+    if (self->metrics_deadline && reply.tag == self->metrics_tag)
+        s_metrics_answered (self, json_loads (reply.json, 0, NULL));
+    mx_cmd_SNAPSHOT_REPLY_free (&reply);
+    return false;
 }
 
 //  The instance gauges, from what control last told.
@@ -287,62 +463,98 @@ s_publish_role (s_http_t *self)
                           self->paused ? 1 : 0);
 }
 
-//  200 only on the active instance with every required dependency ok: a
-//  load balancer or supervisor then reaches the one instance that takes
-//  work. A pause is the operator's decision, not a fault: still 200, and
-//  "pipeline":{"paused":true} says it.
 static enum MHD_Result
-s_health (s_http_t *self, struct MHD_Connection *connection)
+s_respond_json (struct MHD_Connection *connection, unsigned int status, json_t *body)
 {
-    json_t *snapshot = s_ask_metrics (self);
-    json_t *body;
-    unsigned int status;
-    if (snapshot) {
-        const char *verdict = json_string_value (json_object_get (snapshot, "status"));
-        bool ok = verdict && streq (verdict, "ok");
-        const char *summary = !ok ? "degraded" : s_active (self) ? "ok" : "standby";
-        status = ok && s_active (self) ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE;
-        body = json_pack ("{s:s,s:s,s:{s:b},s:O,s:O}", "status", summary, "role", self->role,
-                          "pipeline", "paused", self->paused,
-                          "dependencies", json_object_get (snapshot, "dependencies"),
-                          "backlog", json_object_get (snapshot, "backlog"));
-        json_decref (snapshot);
-    }
-    else {
-        status = MHD_HTTP_SERVICE_UNAVAILABLE;
-        char *error = zsys_sprintf ("metrics actor did not answer within %d ms", S_METRICS_WAIT_MS);
-        mx_log_emit (MX_LOG_WARN, self->name, NULL, "GET " S_PATH_HEALTH ": %s", error);
-        body = json_pack ("{s:s,s:s,s:{s:b},s:s}", "status", "degraded", "role", self->role,
-                          "pipeline", "paused", self->paused, "error", error);
-        free (error);
-    }
     char *text = json_dumps (body, JSON_COMPACT);
     json_decref (body);
-    enum MHD_Result rc = s_respond_as (connection, status, "application/json", MHD_HTTP_METHOD_GET,
-                                       text ? text : "{}");
-    free (text);
-    return rc;
-}
-
-static enum MHD_Result
-s_metrics (s_http_t *self, struct MHD_Connection *connection)
-{
-    json_t *snapshot = s_ask_metrics (self);
-    if (!snapshot) {
-        mx_log_emit (MX_LOG_WARN, self->name, NULL,
-                     "GET " S_PATH_METRICS ": metrics actor did not answer within %d ms;"
-                     " backlog figures reported unknown", S_METRICS_WAIT_MS);
-        mx_metrics_actor_publish (NULL);
-    }
-    json_decref (snapshot);             //  the actor has set the gauges already
-    s_publish_role (self);
-    mx_metrics_counter_set (mx_log_dropped_metric (), mx_log_dropped ());
-    char *text = mx_metrics_render ();
-    enum MHD_Result rc = s_respond_as (connection, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",
+    if (!text)
+        return MHD_NO;
+    enum MHD_Result rc = s_respond_as (connection, status, "application/json",
                                        MHD_HTTP_METHOD_GET, text);
     free (text);
     return rc;
 }
+
+//  Liveness: this thread runs MHD, so an answer means the process is up and
+//  its actors' loops are not wedged behind it; nothing here waits on a
+//  database or another actor. A standby is live.
+static enum MHD_Result
+s_live (s_http_t *self, struct MHD_Connection *connection)
+{
+    return s_respond_json (connection, MHD_HTTP_OK,
+                           json_pack ("{s:s,s:s,s:{s:b}}", "status", "live", "role", self->role,
+                                      "pipeline", "paused", self->paused));
+}
+
+//  Each dependency as ok/required, and the names of the required ones
+//  that are down. Only the metrics actor's fixed phrases go out: never a
+//  host, a user or a driver's error text.
+static json_t *
+s_dependencies (json_t *dependencies, json_t *down)
+{
+    json_t *out = json_object ();
+    const char *name;
+    json_t *dependency;
+    json_object_foreach (dependencies, name, dependency) {
+        bool ok = json_is_true (json_object_get (dependency, "ok"));
+        bool required = json_is_true (json_object_get (dependency, "required"));
+        json_t *detail = json_object_get (dependency, "detail");
+        json_object_set_new (out, name, json_pack ("{s:b,s:b,s:O?}", "ok", ok, "required", required,
+                                                   "detail", json_is_string (detail) ? detail : NULL));
+        if (required && !ok)
+            json_array_append_new (down, json_string (name));
+    }
+    return out;
+}
+
+//  Readiness (/health/ready, and /health as before): 200 only on the active
+//  instance with every required dependency ok, so a load balancer or
+//  supervisor reaches the one instance that takes work. A pause is the
+//  operator's decision, not a fault: still 200, "pipeline":{"paused":true}.
+static enum MHD_Result
+s_health (s_http_t *self, s_request_t *request)
+{
+    json_t *snapshot = request->snapshot;
+    json_t *body;
+    unsigned int status;
+    if (snapshot) {
+        json_t *down = json_array ();
+        json_t *dependencies = s_dependencies (json_object_get (snapshot, "dependencies"), down);
+        bool ok = json_array_size (down) == 0;
+        const char *summary = !ok ? "degraded" : s_active (self) ? "ok" : "standby";
+        status = ok && s_active (self) ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE;
+        body = json_pack ("{s:s,s:s,s:{s:b},s:o,s:o,s:O}", "status", summary, "role", self->role,
+                          "pipeline", "paused", self->paused, "down", down,
+                          "dependencies", dependencies,
+                          "backlog", json_object_get (snapshot, "backlog"));
+    }
+    else {
+        status = MHD_HTTP_SERVICE_UNAVAILABLE;
+        char *error = zsys_sprintf ("metrics actor did not answer within %d ms", S_METRICS_WAIT_MS);
+        body = json_pack ("{s:s,s:s,s:{s:b},s:[s],s:s}", "status", "degraded", "role", self->role,
+                          "pipeline", "paused", self->paused, "down", "metrics", "error", error);
+        free (error);
+    }
+    return s_respond_json (request->connection, status, body);
+}
+
+static enum MHD_Result
+s_metrics (s_http_t *self, s_request_t *request)
+{
+    //  The metrics actor has set the snapshot gauges already (NaN if silent).
+    s_publish_role (self);
+    mx_metrics_counter_set (mx_log_dropped_metric (), mx_log_dropped ());
+    char *text = mx_metrics_render ();
+    enum MHD_Result rc = s_respond_as (request->connection, MHD_HTTP_OK,
+                                       "text/plain; version=0.0.4; charset=utf-8",
+                                       MHD_HTTP_METHOD_GET, text);
+    free (text);
+    return rc;
+}
+
+//  ---------------------------------------------------------------------
+//  Receiving
 
 //  Gives up the body: from now on its bytes are dropped, and the request
 //  ends with status.
@@ -358,6 +570,7 @@ s_refuse_body (s_http_t *self, s_request_t *request, unsigned int status, char *
     request->size = request->capacity = 0;
 }
 
+//  Keeps one byte beyond the body for the NUL that s_send puts there.
 static void
 s_append (s_http_t *self, s_request_t *request, const char *data, size_t size)
 {
@@ -367,13 +580,13 @@ s_append (s_http_t *self, s_request_t *request, const char *data, size_t size)
                                      self->max_body));
         return;
     }
-    if (request->size + size > request->capacity) {
+    if (request->size + size + 1 > request->capacity) {
         size_t want = request->capacity ? request->capacity * 2
-                    : request->expected ? request->expected : S_FIRST_BUFFER;
-        if (want < request->size + size)
-            want = request->size + size;
-        if (want > self->max_body)
-            want = self->max_body;
+                    : request->expected ? request->expected + 1 : S_FIRST_BUFFER;
+        if (want < request->size + size + 1)
+            want = request->size + size + 1;
+        if (want > self->max_body + 1)
+            want = self->max_body + 1;
         char *body = NULL;
         if (self->buffered - request->capacity + want <= self->budget)
             body = (char *) realloc (request->body, want);
@@ -390,63 +603,61 @@ s_append (s_http_t *self, s_request_t *request, const char *data, size_t size)
     request->size += size;
 }
 
+//  The headers of a request on the service bind: /health, /metrics, and a
+//  clear 404 for the compat entry, which is never served here.
+static enum MHD_Result
+s_begin_service (s_http_t *self, struct MHD_Connection *connection, const char *url,
+                 const char *method, s_request_t **request_p)
+{
+    if (strcmp (url, S_PATH_SEND) == 0)
+        return s_reject (self, connection, MHD_HTTP_NOT_FOUND,
+                         self->compat.daemon ? S_INVALID : S_DISABLED,
+                         self->compat.daemon
+                         ? "the compat entry " S_PATH_SEND " is served on msgx.http.compat.bind, not here"
+                         : "the compat entry " S_PATH_SEND " is off (msgx.http.compat.enabled = false)");
+    bool live = strcmp (url, S_PATH_LIVE) == 0;
+    s_kind_t kind = strcmp (url, S_PATH_METRICS) == 0 ? S_KIND_METRICS
+                  : strcmp (url, S_PATH_READY) == 0 ? S_KIND_READY : S_KIND_HEALTH;
+    if (!live && kind == S_KIND_HEALTH && strcmp (url, S_PATH_HEALTH) != 0)
+        return s_rejectf (self, connection, MHD_HTTP_NOT_FOUND, S_NOT_COMPAT,
+                          "no such path '%.128s': this bind serves GET " S_PATH_HEALTH ", "
+                          S_PATH_LIVE ", " S_PATH_READY " and " S_PATH_METRICS, url);
+    if (strcmp (method, MHD_HTTP_METHOD_GET) != 0) {
+        mx_log_emit (MX_LOG_INFO, self->name, NULL, "%.16s %.128s refused with 405", method, url);
+        return s_respond_as (connection, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8",
+                             MHD_HTTP_METHOD_GET, "method not allowed: use GET\n");
+    }
+    if (live)
+        return s_live (self, connection);
+    s_request_t *request = (s_request_t *) calloc (1, sizeof *request);
+    if (!request)
+        return MHD_NO;
+    request->kind = kind;
+    request->connection = connection;
+    *request_p = request;
+    return MHD_YES;
+}
+
 //  MHD calls this once when the headers are in, once per piece of body,
-//  and once when the request is complete.
+//  once when the request is complete, and once more after a resume.
 static enum MHD_Result
 s_access (void *cls, struct MHD_Connection *connection, const char *url,
           const char *method, const char *version, const char *upload_data,
           size_t *upload_data_size, void **request_p)
 {
-    s_http_t *self = (s_http_t *) cls;
+    (void) version;
+    s_server_t *server = (s_server_t *) cls;
+    s_http_t *self = server->http;
     s_request_t *request = (s_request_t *) *request_p;
 
     if (!request) {
         //  Headers only. Refusing now means MHD never reads the body.
-        bool health = strcmp (url, S_PATH_HEALTH) == 0;
-        if (health || strcmp (url, S_PATH_METRICS) == 0) {
-            if (strcmp (method, MHD_HTTP_METHOD_GET) != 0) {
-                s_count_rejection (self, MHD_HTTP_METHOD_NOT_ALLOWED);
-                return s_respond_as (connection, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8",
-                                     MHD_HTTP_METHOD_GET, "method not allowed: use GET\n");
-            }
-            return health ? s_health (self, connection) : s_metrics (self, connection);
-        }
+        if (!server->compat)
+            return s_begin_service (self, connection, url, method, (s_request_t **) request_p);
         if (strcmp (url, S_PATH_SEND) != 0)
-            return s_rejectf (self, connection, MHD_HTTP_NOT_FOUND,
+            return s_rejectf (self, connection, MHD_HTTP_NOT_FOUND, S_INVALID,
                               "no such path '%.128s': the compat entry is POST " S_PATH_SEND, url);
-        if (strcmp (method, MHD_HTTP_METHOD_POST) != 0)
-            return s_rejectf (self, connection, MHD_HTTP_METHOD_NOT_ALLOWED,
-                              "method %.16s not allowed on " S_PATH_SEND ": use POST", method);
-        char *why = NULL;
-        const char *type = MHD_lookup_connection_value (connection, MHD_HEADER_KIND,
-                                                        MHD_HTTP_HEADER_CONTENT_TYPE);
-        const char *length_text = MHD_lookup_connection_value (connection, MHD_HEADER_KIND,
-                                                               MHD_HTTP_HEADER_CONTENT_LENGTH);
-        size_t expected = 0;
-        unsigned int refused = mx_compat_body_check_media_type (type, &why);
-        if (!refused)
-            refused = mx_compat_body_check_length (length_text, self->max_body, &expected, &why);
-        if (refused) {
-            enum MHD_Result rc = s_reject (self, connection, refused, why);
-            free (why);
-            return rc;
-        }
-        //  Only the lock holder writes proc_state.
-        if (!s_active (self))
-            return s_rejectf (self, connection, MHD_HTTP_SERVICE_UNAVAILABLE,
-                              "this instance is %s, not active: send to the active instance", self->role);
-        if (!self->config->mailbox_shared_mysql_enabled)
-            return s_reject (self, connection, MHD_HTTP_SERVICE_UNAVAILABLE,
-                             "mailbox disabled (mailbox.shared-mysql.enabled = false)");
-        if (self->config->shadow)
-            return s_reject (self, connection, MHD_HTTP_SERVICE_UNAVAILABLE,
-                             "shadow mode: msgx.shadow = true forbids writing to the shared mailbox");
-        request = (s_request_t *) calloc (1, sizeof *request);
-        if (!request)
-            return MHD_NO;
-        request->expected = expected;
-        *request_p = request;
-        return MHD_YES;
+        return s_begin_send (self, connection, method, (s_request_t **) request_p);
     }
 
     if (*upload_data_size > 0) {
@@ -454,12 +665,14 @@ s_access (void *cls, struct MHD_Connection *connection, const char *url,
         //  body is read and dropped, up to S_DRAIN_LIMIT, then cut off.
         size_t size = *upload_data_size;
         *upload_data_size = 0;
+        if (request->kind != S_KIND_SEND)
+            return MHD_YES;             //  a GET with a body: ignored
         if (!request->status)
             s_append (self, request, upload_data, size);
         else {
             request->dropped += size;
             if (request->dropped > S_DRAIN_LIMIT) {
-                self->counts.cut_off++;
+                self->cut_off++;
                 mx_log_emit (MX_LOG_WARN, self->name, NULL,
                              "compat entry: connection closed, its refused body kept coming (%s)",
                              request->reason);
@@ -469,23 +682,48 @@ s_access (void *cls, struct MHD_Connection *connection, const char *url,
         return MHD_YES;
     }
 
-    //  Complete.
+    //  Complete: answer what is in hand, or wait for it without blocking.
+    if (request->suspended)
+        return MHD_YES;
+    if (request->kind != S_KIND_SEND) {
+        if (!request->answered) {
+            s_ask_metrics (self, request);
+            return MHD_YES;
+        }
+        return request->kind == S_KIND_METRICS ? s_metrics (self, request) : s_health (self, request);
+    }
     if (request->status)
-        return s_reject (self, connection, request->status, request->reason);
-    return s_send (self, connection, request);
+        return s_reject (self, connection, request->status, s_outcome_of (request->status),
+                         request->reason);
+    if (request->answered)
+        return request->id ? s_answer_send (self, request)
+             : s_reject (self, connection, MHD_HTTP_SERVICE_UNAVAILABLE, S_UNAVAILABLE,
+                         "stopping: the message was not stored, send it again");
+    char *why = NULL;
+    unsigned int refused = mx_compat_body_check (request->body, request->size, self->max_body, &why);
+    if (refused) {
+        enum MHD_Result rc = s_reject (self, connection, refused, S_INVALID, why);
+        free (why);
+        return rc;
+    }
+    return s_send (self, request);
 }
 
 static void
 s_completed (void *cls, struct MHD_Connection *connection, void **request_p,
              enum MHD_RequestTerminationCode code)
 {
-    s_http_t *self = (s_http_t *) cls;
+    (void) connection;
+    (void) code;
+    s_http_t *self = ((s_server_t *) cls)->http;
     s_request_t *request = (s_request_t *) *request_p;
     if (!request)
         return;
+    assert (!request->suspended);
     self->buffered -= request->capacity;
     free (request->body);
     free (request->reason);
+    json_decref (request->snapshot);
     free (request);
     *request_p = NULL;
 }
@@ -546,33 +784,122 @@ s_listen_socket (const char *bind_text, char **error)
     return fd;
 }
 
+//  libmicrohttpd 0.9.75 runs inside MHD_run, in this thread only (no
+//  internal threads): its epoll fd sits in the actor's poll loop. Nothing
+//  in a handler waits: what needs a database is asked of another thread
+//  and the connection is suspended (MHD_ALLOW_SUSPEND_RESUME) until the
+//  answer is back. The alternative, a thread per connection, would hand
+//  every slow client a thread and share the actor's state between them.
 static int
-s_start (s_http_t *self, char **error)
+s_server_start (s_http_t *self, s_server_t *server, bool compat, const char *bind_text, char **error)
 {
-    const char *bind_text = self->config->http_bind;
+    server->http = self;
+    server->compat = compat;
+    server->bind = bind_text;
     int fd = s_listen_socket (bind_text, error);
     if (fd < 0)
         return -1;
-    //  No internal threads: MHD runs only inside MHD_run, in this thread.
     //  The logger comes first so MHD never writes plain text to stderr.
-    self->daemon = MHD_start_daemon (MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0,
-        NULL, NULL, s_access, self,
+    server->daemon = MHD_start_daemon (MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME, 0,
+        NULL, NULL, s_access, server,
         MHD_OPTION_EXTERNAL_LOGGER, (MHD_LogCallback) s_mhd_log, self,
         MHD_OPTION_LISTEN_SOCKET, (MHD_socket) fd,
+        //  The request deadline: a connection that sends or takes nothing
+        //  for this long (a slow or stalled client) is closed.
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int) ((self->config->http_idle_timeout + 999) / 1000),
-        MHD_OPTION_CONNECTION_LIMIT, S_CONNECTION_LIMIT,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int) self->config->http_max_connections,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int) self->config->http_per_ip_connections,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, S_CONNECTION_MEMORY,
-        MHD_OPTION_NOTIFY_COMPLETED, (MHD_RequestCompletedCallback) s_completed, self,
+        MHD_OPTION_NOTIFY_COMPLETED, (MHD_RequestCompletedCallback) s_completed, server,
         MHD_OPTION_END);
-    if (!self->daemon) {
+    if (!server->daemon) {
         //  The socket is not closed here: MHD may have closed it already.
         *error = zsys_sprintf ("cannot start the HTTP server on %s (libmicrohttpd refused its options)",
                                bind_text);
         return -1;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info (self->daemon, MHD_DAEMON_INFO_EPOLL_FD);
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info (server->daemon, MHD_DAEMON_INFO_EPOLL_FD);
     assert (info);
-    self->epoll_fd = info->epoll_fd;
+    server->epoll_fd = info->epoll_fd;
+    return 0;
+}
+
+//  The bearer token: the file's first line, blanks around it dropped. In
+//  prod the file must not be open to others (it is a write credential).
+static int
+s_read_token (s_http_t *self, char **error)
+{
+    const char *path = self->config->http_compat_token_file;
+    int fd = open (path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat info;
+    if (fd < 0 || fstat (fd, &info)) {
+        *error = zsys_sprintf ("msgx.http.compat.token-file %s: %s", path, strerror (errno));
+        if (fd >= 0)
+            close (fd);
+        return -1;
+    }
+    if (!S_ISREG (info.st_mode)) {
+        close (fd);
+        *error = zsys_sprintf ("msgx.http.compat.token-file %s: not a regular file", path);
+        return -1;
+    }
+    if (streq (self->config->profile, "prod") && (info.st_mode & (S_IROTH | S_IWOTH))) {
+        close (fd);
+        *error = zsys_sprintf ("msgx.http.compat.token-file %s is open to others (mode %04o);"
+                               " prod refuses it: chmod o-rw", path, (unsigned int) (info.st_mode & 07777));
+        return -1;
+    }
+    char buf [S_TOKEN_MAX + 1];
+    ssize_t got = read (fd, buf, S_TOKEN_MAX);
+    close (fd);
+    if (got < 0) {
+        *error = zsys_sprintf ("msgx.http.compat.token-file %s: %s", path, strerror (errno));
+        return -1;
+    }
+    buf [got] = '\0';
+    char *start = buf;
+    while (*start == ' ' || *start == '\t')
+        start++;
+    size_t length = strcspn (start, "\r\n");
+    while (length > 0 && (start [length - 1] == ' ' || start [length - 1] == '\t'))
+        length--;
+    bool printable = length > 0;
+    for (size_t i = 0; i < length && printable; i++)
+        printable = start [i] > ' ' && start [i] < 0x7f;
+    if (!printable) {
+        *error = zsys_sprintf ("msgx.http.compat.token-file %s: expected one token of printable"
+                               " characters without blanks on its first line", path);
+        explicit_bzero (buf, sizeof buf);
+        return -1;
+    }
+    self->token = strndup (start, length);
+    self->token_length = length;
+    explicit_bzero (buf, sizeof buf);
+    return 0;
+}
+
+static int
+s_start (s_http_t *self, char **error)
+{
+    if (s_server_start (self, &self->service, false, self->config->http_bind, error))
+        return -1;
+    if (self->config->http_compat_enabled) {
+        if (*self->config->http_compat_token_file && s_read_token (self, error))
+            return -1;
+        if (*self->config->http_compat_allow) {
+            self->allow = mx_cidr_list_parse (self->config->http_compat_allow, error);
+            if (!self->allow)
+                return -1;              //  mx_config_validate checked it
+        }
+        self->writer_args = (mx_compat_writer_args_t) { .name = self->name, .config = self->config };
+        self->writer = zactor_new (mx_compat_writer_actor, &self->writer_args);
+        if (!self->writer) {
+            *error = strdup ("cannot start the compat writer thread");
+            return -1;
+        }
+        if (s_server_start (self, &self->compat, true, self->config->http_compat_bind, error))
+            return -1;
+    }
     //  inproc connects before the bind are fine: the metrics actor may
     //  start later (or not at all: /health then says so).
     char endpoint [256];
@@ -591,17 +918,33 @@ s_start (s_http_t *self, char **error)
 static void
 s_stop (s_http_t *self)
 {
-    if (self->daemon) {
-        MHD_stop_daemon (self->daemon);
-        self->daemon = NULL;
-        s_counts_t *counts = &self->counts;
+    //  The write in hand finishes first; what still waits is answered 503
+    //  (the resumed requests see answered without an ID) as MHD closes.
+    zactor_destroy (&self->writer);
+    s_request_t *request;
+    while ((request = (s_request_t *) zlistx_first (self->writing))) {
+        zlistx_delete (self->writing, zlistx_cursor (self->writing));
+        s_resume (request);
+    }
+    while ((request = (s_request_t *) zlistx_first (self->asking))) {
+        zlistx_delete (self->asking, zlistx_cursor (self->asking));
+        s_resume (request);
+    }
+    s_server_t *servers [] = { &self->compat, &self->service };
+    for (size_t i = 0; i < 2; i++)
+        if (servers [i]->daemon) {
+            MHD_run (servers [i]->daemon);
+            MHD_stop_daemon (servers [i]->daemon);
+            servers [i]->daemon = NULL;
+        }
+    if (self->service.epoll_fd >= 0 || self->compat.epoll_fd >= 0) {
+        uint64_t *counts = self->counts;
         mx_log_emit (MX_LOG_INFO, self->name, NULL,
-                     "stopped; compat entry accepted %" PRIu64 ", refused 400:%" PRIu64
-                     " 404:%" PRIu64 " 405:%" PRIu64 " 413:%" PRIu64 " 415:%" PRIu64
-                     " 503:%" PRIu64 ", cut off %" PRIu64 ", proc_state failures %" PRIu64,
-                     counts->accepted, counts->rejected [0], counts->rejected [1],
-                     counts->rejected [2], counts->rejected [3], counts->rejected [4],
-                     counts->rejected [5], counts->cut_off, counts->procstate_failed);
+                     "stopped; compat entry accepted %" PRIu64 ", disabled %" PRIu64
+                     ", unauthorized %" PRIu64 ", forbidden %" PRIu64 ", invalid %" PRIu64
+                     ", unavailable %" PRIu64 ", cut off %" PRIu64,
+                     counts [S_ACCEPTED], counts [S_DISABLED], counts [S_UNAUTHORIZED],
+                     counts [S_FORBIDDEN], counts [S_INVALID], counts [S_UNAVAILABLE], self->cut_off);
     }
     assert (self->buffered == 0);
 }
@@ -624,8 +967,11 @@ s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
                 mx_actor_wait_term (self->pipe);
                 return false;
             }
-            char *detail = zsys_sprintf ("listening on %s (POST " S_PATH_SEND ")",
-                                         self->config->http_bind);
+            char *detail = self->compat.daemon
+                ? zsys_sprintf ("listening on %s (health, metrics) and %s (POST " S_PATH_SEND ")",
+                                self->config->http_bind, self->config->http_compat_bind)
+                : zsys_sprintf ("listening on %s (health, metrics; compat entry off)",
+                                self->config->http_bind);
             mx_actor_reply_started (self->pipe, detail);
             free (detail);
             return true;
@@ -653,38 +999,63 @@ s_mhd_ready (void *self_, void *arg)
 {
     (void) self_;
     (void) arg;
-    return false;               //  s_wake runs the daemon
+    return false;               //  s_wake runs the daemons
 }
 
-//  The daemon's epoll descriptor, while it listens.
+//  The daemons' epoll descriptors, the writer and the metrics actor.
 static size_t
 s_sources (void *self_, mx_actor_source_t *sources, size_t max)
 {
     s_http_t *self = (s_http_t *) self_;
-    if (!self->daemon || max < 1)
-        return 0;
-    sources [0] = (mx_actor_source_t) { .fd = self->epoll_fd, .ready = s_mhd_ready };
-    return 1;
+    size_t count = 0;
+    s_server_t *servers [] = { &self->service, &self->compat };
+    for (size_t i = 0; i < 2; i++)
+        if (servers [i]->daemon && count < max)
+            sources [count++] = (mx_actor_source_t) { .fd = servers [i]->epoll_fd, .ready = s_mhd_ready };
+    if (self->writer && count < max)
+        sources [count++] = (mx_actor_source_t) { .sock = zactor_sock (self->writer), .ready = s_writer_ready };
+    if (self->metrics && count < max)
+        sources [count++] = (mx_actor_source_t) { .sock = self->metrics, .ready = s_metrics_ready };
+    return count;
 }
 
-//  libmicrohttpd keeps its own timers (idle connections).
+//  libmicrohttpd keeps its own timers (idle connections); the SNAPSHOT in
+//  flight has its deadline.
 static long
 s_timeout (void *self_)
 {
     s_http_t *self = (s_http_t *) self_;
-    MHD_UNSIGNED_LONG_LONG mhd_timeout = 0;
-    if (self->daemon && MHD_get_timeout (self->daemon, &mhd_timeout) == MHD_YES)
-        return mhd_timeout > INT_MAX ? INT_MAX : (long) mhd_timeout;
-    return -1;
+    long timeout = -1;
+    s_server_t *servers [] = { &self->service, &self->compat };
+    for (size_t i = 0; i < 2; i++) {
+        MHD_UNSIGNED_LONG_LONG mhd_timeout = 0;
+        if (servers [i]->daemon && MHD_get_timeout (servers [i]->daemon, &mhd_timeout) == MHD_YES) {
+            long value = mhd_timeout > INT_MAX ? INT_MAX : (long) mhd_timeout;
+            if (timeout < 0 || value < timeout)
+                timeout = value;
+        }
+    }
+    if (self->metrics_deadline) {
+        int64_t left = self->metrics_deadline - zclock_mono ();
+        long value = left < 0 ? 0 : (long) left;
+        if (timeout < 0 || value < timeout)
+            timeout = value;
+    }
+    return timeout;
 }
 
-//  Also on a timeout: MHD then expires idle connections.
+//  Also on a timeout: MHD then expires idle connections, and an overdue
+//  snapshot is given up.
 static void
 s_wake (void *self_)
 {
     s_http_t *self = (s_http_t *) self_;
-    if (self->daemon)
-        MHD_run (self->daemon);
+    if (self->metrics_deadline && zclock_mono () >= self->metrics_deadline)
+        s_metrics_answered (self, NULL);
+    if (self->service.daemon)
+        MHD_run (self->service.daemon);
+    if (self->compat.daemon)
+        MHD_run (self->compat.daemon);
 }
 
 void
@@ -696,18 +1067,24 @@ mx_http_actor (zsock_t *pipe, void *args)
     self->args = (const mx_actor_args_t *) args;
     self->config = self->args->config;
     self->name = self->args->name ? self->args->name : "http";
-    self->epoll_fd = -1;
+    self->service.epoll_fd = self->compat.epoll_fd = -1;
     snprintf (self->role, sizeof self->role, "active");
     self->max_body = (size_t) self->config->http_max_body_bytes;
     if (self->max_body > S_MEDIUMTEXT_MAX)
         self->max_body = S_MEDIUMTEXT_MAX;
-    self->budget = S_BUDGET_BODIES * self->max_body;
-    self->mailbox = mx_mailbox_new (self->config);
+    self->budget = S_BUDGET_BODIES * (self->max_body + 1);
+    self->writing = zlistx_new ();
+    self->asking = zlistx_new ();
 
     mx_actor_ops_t ops = { .command = s_command, .sources = s_sources, .timeout = s_timeout, .wake = s_wake };
     mx_actor_run (pipe, NULL, &ops, self);
     s_stop (self);
     zsock_destroy (&self->metrics);
-    mx_pg_disconnect (&self->pg);
-    mx_mailbox_destroy (&self->mailbox);
+    zlistx_destroy (&self->writing);
+    zlistx_destroy (&self->asking);
+    mx_cidr_list_destroy (&self->allow);
+    if (self->token) {
+        explicit_bzero (self->token, self->token_length);
+        free (self->token);
+    }
 }

@@ -22,6 +22,9 @@ typedef struct {
     const char *name;
     PGconn *pg;
     mx_problem_t pg_problem;
+    //  The other checks' failures: logged here, never in /health's answer.
+    mx_problem_t mailbox_problem;
+    mx_problem_t kafka_problem;
     mx_mailbox_t *mailbox;
     mx_kafka_probe_t *kafka;
     json_t *cached;                 //  the last good backlog, or NULL
@@ -114,12 +117,11 @@ static json_t *
 s_check_pg (s_metrics_t *self)
 {
     if (mx_actor_pg (&self->pg, self->config, self->name, &self->pg_problem))
-        return s_dependency (false, true, self->pg_problem.last ? self->pg_problem.last
-                                                                : "PostgreSQL unreachable");
+        return s_dependency (false, true, "postgresql unreachable (the log says why)");
     char *error = NULL;
     const char *detail = NULL;
     if (mx_readmodel_ping (self->pg, &detail, &error)) {
-        json_t *result = s_dependency (false, true, error ? error : detail);
+        json_t *result = s_dependency (false, true, "postgresql check failed (the log says why)");
         mx_problem_report (&self->pg_problem, "PostgreSQL check", error);
         if (mx_pg_is_connection_error (self->pg))
             mx_pg_disconnect (&self->pg);
@@ -140,12 +142,10 @@ s_check_mailbox (s_metrics_t *self, int64_t *max_id)
     char *error = NULL;
     if (mx_mailbox_bounds (self->mailbox, &min_id, max_id, &error)) {
         *max_id = -1;
-        char *detail = zsys_sprintf ("mailbox unreachable: %s", error ? error : "unknown error");
-        json_t *result = s_dependency (false, true, detail);
-        free (detail);
-        free (error);
-        return result;
+        mx_problem_report (&self->mailbox_problem, "mailbox check", error);
+        return s_dependency (false, true, "mailbox unreachable (the log says why)");
     }
+    mx_problem_recovered (&self->mailbox_problem);
     char detail [96];
     snprintf (detail, sizeof detail, "CMINMSGS IDs %" PRId64 "..%" PRId64, min_id, *max_id);
     return s_dependency (true, true, detail);
@@ -159,7 +159,13 @@ s_check_kafka (s_metrics_t *self)
         return s_dependency (false, false, "no bootstrap servers configured");
     char detail [256];
     bool ok = mx_kafka_probe (&self->kafka, self->config, bootstrap, MX_METRICS_KAFKA_TIMEOUT_MS, detail, sizeof detail);
-    return s_dependency (ok, true, detail);
+    if (ok) {
+        mx_problem_recovered (&self->kafka_problem);
+        return s_dependency (true, true, detail);
+    }
+    //  The probe's text names the brokers: the log's, not /health's.
+    mx_problem_report (&self->kafka_problem, "Kafka check", strdup (detail));
+    return s_dependency (false, true, "kafka: no broker answered (the log says why)");
 }
 
 //  ---------------------------------------------------------------------
@@ -236,8 +242,8 @@ s_backlog (s_metrics_t *self, int64_t max_id)
                 "unfinished", "oldest_unprocessed_seconds", "backfill_unmarked_terminal",
                 "backfill_abandoned", "backfill_oldest_unmarked_seconds", "watermark",
                 "mailbox_max_id", "watermark_lag", "released_holes", "late_arrival_holes",
-                "outbox", "error", error ? error : "unknown error");
-            free (error);
+                "outbox", "error", "backlog query failed (the log says why)");
+            free (error);               //  logged by s_query_backlog
             return unknown;
         }
         json_decref (self->cached);
@@ -366,6 +372,8 @@ mx_metrics_actor (zsock_t *pipe, void *args)
     self->config = self->args->config;
     self->name = self->args->name ? self->args->name : "metrics";
     self->pg_problem.actor = self->name;
+    self->mailbox_problem.actor = self->name;
+    self->kafka_problem.actor = self->name;
     self->mailbox = mx_mailbox_new (self->config);
 
     mx_actor_ops_t ops = { .command = s_command, .sources = s_sources };
@@ -374,6 +382,8 @@ mx_metrics_actor (zsock_t *pipe, void *args)
     mx_kafka_probe_destroy (&self->kafka);
     mx_pg_disconnect (&self->pg);
     mx_problem_clear (&self->pg_problem);
+    mx_problem_clear (&self->mailbox_problem);
+    mx_problem_clear (&self->kafka_problem);
     mx_mailbox_destroy (&self->mailbox);
     zsock_destroy (&self->data);
 }

@@ -38,7 +38,10 @@
                             "KAFKA:schd":{...}},
                   "taken_ms":n, "age_ms":n, "error":s}}
     Unknown figures are null; "error" is present only when the snapshot
-    failed. status is "ok" when every required dependency is ok.
+    failed. status is "ok" when every required dependency is ok. A detail
+    or error is a fixed phrase ("mailbox unreachable (the log says why)"):
+    the driver's text, which may name hosts and users, goes to the log
+    only (once per distinct failure).
 
     The figures are the shared database's: a standby reports them as the
     active does (msgx_instance_active, set by http, tells the two apart).

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "mx_cmd.h"
+#include "mx_text.h"
 #include "mx_version.h"
 
 #define EXIT_REFUSED 1
@@ -71,6 +72,8 @@ static const s_verb_t s_verbs [] = {
       "a message's state row, raw XML, decoded summary and events",
       "  MSG_ID         the mailbox ID (a positive integer)\n"
       "  --json         the daemon's reply as JSON\n"
+      "On a terminal, control characters in the message and its fields are shown escaped (ESC as\n"
+      "\\x1b, a backslash doubled), never obeyed; piped or redirected, text is written as stored.\n"
       "Refused (exit 1) when the ID is in neither proc_state, its archive nor the mailbox.\n", false },
     { MX_ADMIN_PAUSE, "pause", "pause [--json]",
       "stop ingress and pump from claiming work",
@@ -525,6 +528,40 @@ s_print_dead (json_t *reply)
         json_t *last = json_array_get (rows, shown - 1);
         printf ("more: msgxctl dead list%s --after %" JSON_INTEGER_FORMAT "\n", events ? " --events" : "",
                 json_integer_value (json_object_get (last, events ? "event_id" : "msg_id")));
+    }
+}
+
+//  Every string in value with its control characters made visible
+//  (mx_text_escape_controls), for a terminal.
+static void
+s_escape_controls (json_t *value)
+{
+    if (json_is_object (value)) {
+        const char *key;
+        json_t *member;
+        json_object_foreach (value, key, member) {
+            if (json_is_string (member)) {
+                char *safe = mx_text_escape_controls (json_string_value (member));
+                json_object_set_new (value, key, json_string (safe));
+                free (safe);
+            }
+            else
+                s_escape_controls (member);
+        }
+    }
+    else
+    if (json_is_array (value)) {
+        size_t index;
+        json_t *member;
+        json_array_foreach (value, index, member) {
+            if (json_is_string (member)) {
+                char *safe = mx_text_escape_controls (json_string_value (member));
+                json_array_set_new (value, index, json_string (safe));
+                free (safe);
+            }
+            else
+                s_escape_controls (member);
+        }
     }
 }
 
@@ -1192,8 +1229,12 @@ s_print_reply (mx_admin_t admin, json_t *payload, bool json_out)
     if (admin == MX_ADMIN_DEAD)
         s_print_dead (payload);
     else
-    if (admin == MX_ADMIN_SHOW)
+    if (admin == MX_ADMIN_SHOW) {
+        //  A stored message may carry escape sequences: shown, never obeyed.
+        if (isatty (STDOUT_FILENO))
+            s_escape_controls (payload);
         s_print_show (payload);
+    }
     else
         s_print_simple (admin, payload);
 }

@@ -226,12 +226,31 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
     S_ADVICE (delivery_backoff) =
         "Lengthen the last delay to ride out long outages without many attempts.",
     S_ADVICE (http_bind) =
-        "An address the AODB (compat entry) and Prometheus reach. There is no authentication: "
-        "bind to an internal interface and firewall the port.",
+        "An address Prometheus and the load balancer's probes reach; it serves only reads "
+        "(/health, /health/live, /health/ready, /metrics), without authentication: bind to an "
+        "internal interface and firewall the port.",
     S_ADVICE (http_max_body_bytes) =
         "Keep it at or above codec.max-message-bytes.",
     S_ADVICE (http_idle_timeout) =
-        "Raise it only for clients on slow links that pause mid-request; each idle connection holds one of 64 slots.",
+        "Raise it only for clients on slow links that pause mid-request; each idle connection holds "
+        "one of http.max-connections slots.",
+    S_ADVICE (http_max_connections) =
+        "Enough for the scrapers, the probes and the AODB's writers together; a connection beyond it "
+        "is closed at once.",
+    S_ADVICE (http_per_ip_connections) =
+        "One client (or a NAT in front of many) cannot take every slot; raise it only for a proxy "
+        "that carries many clients.",
+    S_ADVICE (http_compat_enabled) =
+        "Only when the AODB writes through HTTP instead of the mailbox: the entry writes "
+        "authoritative flight messages, so it needs token-file and/or allow.",
+    S_ADVICE (http_compat_bind) =
+        "An internal address the AODB reaches, never 0.0.0.0 on a shared network; firewall it to the "
+        "AODB's hosts.",
+    S_ADVICE (http_compat_token_file) =
+        "/etc/msgxd/compat-token, owner msgx, mode 0600 (prod refuses a file open to others); the "
+        "AODB sends Authorization: Bearer <token>. Change it by replacing the file and restarting.",
+    S_ADVICE (http_compat_allow) =
+        "The AODB's addresses, e.g. 10.20.0.15/32; others get 403 before the token is looked at.",
     S_ADVICE (kafka_security_protocol) =
         "sasl_ssl or ssl in production (prod refuses the unencrypted ones unless allow-plaintext). "
         "With sasl_ssl set sasl.mechanisms, sasl.username and the password (from a file: "
@@ -348,7 +367,9 @@ static const s_sample_value_t s_prod_values [] = {
       "placeholder brokers" },
     { MX_CONFIG_IDX_kafka_security_protocol, "ssl", "encrypted; sasl_ssl when the brokers want SASL" },
     { MX_CONFIG_IDX_kafka_security_ssl_ca_location, "/etc/msgxd/tls/kafka-ca.pem", "placeholder CA" },
-    { MX_CONFIG_IDX_http_bind, "0.0.0.0:8080", "reachable by the AODB and Prometheus; firewall it" },
+    { MX_CONFIG_IDX_http_bind, "0.0.0.0:8080", "reachable by Prometheus and the probes; firewall it" },
+    { MX_CONFIG_IDX_http_compat_token_file, "/etc/msgxd/compat-token",
+      "read only when compat.enabled = true; owner msgx, mode 0600" },
     { MX_CONFIG_IDX_admin_endpoint, "ipc:///run/msgxd/admin.sock", "the unit's RuntimeDirectory" },
     { MX_CONFIG_IDX_admin_group, "msgx-admin", "members of msgx-admin may run msgxctl" },
     { MX_CONFIG_IDX_mailbox_shared_mysql_enabled, "true", "the real mailbox" },

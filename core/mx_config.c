@@ -5,6 +5,7 @@
     tie keys together (validation).
 */
 #include "mx_config.h"
+#include "mx_cidr.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -1401,10 +1402,9 @@ s_check_port (const mx_config_t *self, zlist_t *errors, int idx, const char *tex
 }
 
 static void
-s_check_http_bind (const mx_config_t *self, zlist_t *errors)
+s_check_bind (const mx_config_t *self, zlist_t *errors, int idx)
 {
-    int idx = S_IDX (http_bind);
-    const char *bind = self->http_bind;
+    const char *bind = *(char **) s_member (self, idx);
     const char *colon = strrchr (bind, ':');
     if (!colon || colon == bind) {
         s_problem (self, errors, idx, "expected host:port, e.g. 127.0.0.1:8080");
@@ -1420,6 +1420,33 @@ s_check_http_bind (const mx_config_t *self, zlist_t *errors)
             return;
         }
     s_check_port (self, errors, idx, colon + 1, "http");
+}
+
+//  The HTTP binds, their connection bounds and the compat entry's
+//  authentication: enabled, it must ask for a token, an address list or both.
+static void
+s_check_http (const mx_config_t *self, zlist_t *errors)
+{
+    s_check_bind (self, errors, S_IDX (http_bind));
+    s_int_range (self, errors, S_IDX (http_max_connections), 1, 1024);
+    s_int_range (self, errors, S_IDX (http_per_ip_connections), 1, self->http_max_connections);
+    char *error = NULL;
+    mx_cidr_list_t *allow = mx_cidr_list_parse (self->http_compat_allow, &error);
+    if (!allow) {
+        s_problem (self, errors, S_IDX (http_compat_allow), "%s", error);
+        free (error);
+    }
+    mx_cidr_list_destroy (&allow);
+    if (!self->http_compat_enabled)
+        return;
+    s_check_bind (self, errors, S_IDX (http_compat_bind));
+    if (streq (self->http_compat_bind, self->http_bind))
+        s_problem (self, errors, S_IDX (http_compat_bind),
+                   "must differ from msgx.http.bind: the write entry has a bind of its own");
+    if (*self->http_compat_token_file == '\0' && *self->http_compat_allow == '\0')
+        s_problem (self, errors, S_IDX (http_compat_enabled),
+                   "the compat entry writes to the mailbox: set msgx.http.compat.token-file,"
+                   " msgx.http.compat.allow or both");
 }
 
 static void
@@ -1832,7 +1859,7 @@ mx_config_validate (const mx_config_t *self, zlist_t *errors)
         }
 
     //  Endpoints
-    s_check_http_bind (self, problems);
+    s_check_http (self, problems);
     s_int_range (self, problems, S_IDX (http_max_body_bytes), 1, INT64_MAX);
     s_check_admin (self, problems);
 

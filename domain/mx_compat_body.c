@@ -173,5 +173,33 @@ mx_compat_body_check (const char *body, size_t size, size_t max_body, char **why
     if (bad < size)
         return s_refuse (MX_COMPAT_BODY_BAD_REQUEST, why,
                          "body is not valid UTF-8 (byte %zu of %zu)", bad, size);
+    //  XML has no U+0000, and the body travels on as a C string.
+    const char *nul = (const char *) memchr (body, '\0', size);
+    if (nul)
+        return s_refuse (MX_COMPAT_BODY_BAD_REQUEST, why,
+                         "body holds a NUL byte (byte %zu of %zu), which XML cannot carry",
+                         (size_t) (nul - body), size);
     return 0;
+}
+
+bool
+mx_compat_body_bearer_ok (const char *value, const char *token, size_t token_length)
+{
+    assert (token);
+    if (!value || strncasecmp (value, "Bearer ", 7) != 0)
+        return false;
+    const char *given = value + 7;
+    while (*given == ' ')
+        given++;
+    size_t given_length = strlen (given);
+    while (given_length > 0 && given [given_length - 1] == ' ')
+        given_length--;
+    //  Every byte of the expected token is looked at whatever the answer, so
+    //  the time taken tells nothing about how much of a guess was right.
+    unsigned int diff = given_length != token_length;
+    for (size_t i = 0; i < token_length; i++) {
+        unsigned char other = i < given_length ? (unsigned char) given [i] : 0;
+        diff |= (unsigned int) (other ^ (unsigned char) token [i]);
+    }
+    return token_length > 0 && diff == 0;
 }

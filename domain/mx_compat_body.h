@@ -12,6 +12,7 @@
 #ifndef MX_COMPAT_BODY_H_INCLUDED
 #define MX_COMPAT_BODY_H_INCLUDED
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define MX_COMPAT_BODY_BAD_REQUEST    400u
@@ -31,8 +32,14 @@ unsigned int
                                  char **why);
 
 //  The complete body: empty is 400, more than max_body bytes 413, not
-//  UTF-8 400 (saying at which byte).
+//  UTF-8 or holding a NUL byte 400 (saying at which byte).
 unsigned int
     mx_compat_body_check (const char *body, size_t size, size_t max_body, char **why);
+
+//  The Authorization header value (NULL when absent) against the expected
+//  token: true only for "Bearer <token>" (the scheme in any case). The
+//  comparison takes the same time wherever the first difference is.
+bool
+    mx_compat_body_bearer_ok (const char *value, const char *token, size_t token_length);
 
 #endif

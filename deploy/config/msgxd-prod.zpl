@@ -564,11 +564,13 @@ msgx
         backoff = 1s,5s,30s,1m
 
     http
-        #   host:port of the compat entry, /health and /metrics.
+        #   host:port of /health, /health/live, /health/ready and /metrics.
         #   Text; default 127.0.0.1:8080; environment MSGX_HTTP_BIND.
-        #   An address the AODB (compat entry) and Prometheus reach. There is no
-        #   authentication: bind to an internal interface and firewall the port.
-        #   This sample: reachable by the AODB and Prometheus; firewall it.
+        #   An address Prometheus and the load balancer's probes reach; it
+        #   serves only reads (/health, /health/live, /health/ready, /metrics),
+        #   without authentication: bind to an internal interface and firewall
+        #   the port.
+        #   This sample: reachable by Prometheus and the probes; firewall it.
         bind = 0.0.0.0:8080
 
         #   larger POST bodies are refused with 413.
@@ -582,8 +584,57 @@ msgx
         #   Duration (500ms, 30s, 10m, 2h, 30d); default 10s; environment
         #   MSGX_HTTP_IDLE_TIMEOUT.
         #   Raise it only for clients on slow links that pause mid-request; each
-        #   idle connection holds one of 64 slots.
+        #   idle connection holds one of http.max-connections slots.
         idle-timeout = 10s
+
+        #   most open connections on each HTTP bind (1..1024); more are refused
+        #   at accept.
+        #   Integer; default 64; environment MSGX_HTTP_MAX_CONNECTIONS.
+        #   Enough for the scrapers, the probes and the AODB's writers together;
+        #   a connection beyond it is closed at once.
+        max-connections = 64
+
+        #   most open connections from one client address on each HTTP bind
+        #   (1..max-connections).
+        #   Integer; default 8; environment MSGX_HTTP_PER_IP_CONNECTIONS.
+        #   One client (or a NAT in front of many) cannot take every slot; raise
+        #   it only for a proxy that carries many clients.
+        per-ip-connections = 8
+
+        compat
+            #   true: serve POST /cminmsgs/send on msgx.http.compat.bind; needs
+            #   token-file and/or allow.
+            #   True or false; default false; environment
+            #   MSGX_HTTP_COMPAT_ENABLED.
+            #   Only when the AODB writes through HTTP instead of the mailbox:
+            #   the entry writes authoritative flight messages, so it needs
+            #   token-file and/or allow.
+            enabled = false
+
+            #   host:port of the compat entry POST /cminmsgs/send (not the
+            #   /health and /metrics bind).
+            #   Text; default 127.0.0.1:8081; environment MSGX_HTTP_COMPAT_BIND.
+            #   An internal address the AODB reaches, never 0.0.0.0 on a shared
+            #   network; firewall it to the AODB's hosts.
+            bind = 127.0.0.1:8081
+
+            #   file holding the bearer token the compat entry requires
+            #   (Authorization: Bearer ...); not readable by others in prod;
+            #   empty = no token.
+            #   Text; default empty; environment MSGX_HTTP_COMPAT_TOKEN_FILE.
+            #   /etc/msgxd/compat-token, owner msgx, mode 0600 (prod refuses a
+            #   file open to others); the AODB sends Authorization: Bearer
+            #   <token>. Change it by replacing the file and restarting.
+            #   This sample: read only when compat.enabled = true; owner msgx,
+            #   mode 0600.
+            token-file = /etc/msgxd/compat-token
+
+            #   client addresses the compat entry accepts, comma-separated CIDR
+            #   (10.0.0.0/8,::1/128); empty = any.
+            #   Text; default empty; environment MSGX_HTTP_COMPAT_ALLOW.
+            #   The AODB's addresses, e.g. 10.20.0.15/32; others get 403 before
+            #   the token is looked at.
+            allow = ""
 
     admin
         #   msgxctl endpoint, ipc:// (mode 0600, or 0660 with admin.group) or

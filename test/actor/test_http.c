@@ -1,6 +1,8 @@
-/*  Integration tests of the http actor (compat entry POST /cminmsgs/send):
-    the actor runs in-process against the test PostgreSQL (migrated) and a
-    test MariaDB mailbox; requests go over plain sockets.  */
+/*  Integration tests of the http actor: the compat entry POST
+    /cminmsgs/send on its own bind (off by default, bearer token, address
+    list), /health/live, and that a locked mailbox never stops the actor
+    answering. The actor runs in-process against the test PostgreSQL
+    (migrated) and a test MariaDB mailbox; requests go over plain sockets.  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +17,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -25,6 +28,7 @@
 #include "mx_clock.h"
 #include "mx_config.h"
 #include "mx_http.h"
+#include "mx_metrics.h"
 #include "mx_migrate.h"
 #include "mx_pg.h"
 #include "mx_testactor.h"
@@ -35,6 +39,8 @@
 #define NOW_MS (T0_MS + 250)
 #define MAX_BODY 1000
 #define IO_TIMEOUT_S 20
+#define TOKEN "Zm9vYmFy-compat-token"
+#define AUTH "Authorization: Bearer " TOKEN "\r\n"
 
 typedef struct {
     mx_testpg_t *pg;
@@ -45,7 +51,10 @@ typedef struct {
     mx_config_t *config;
     mx_actor_args_t args;
     zactor_t *actor;
-    int port;
+    int port;                   //  /health, /metrics
+    int compat_port;            //  POST /cminmsgs/send
+    char *token_file;
+    const char *authorization;  //  the Authorization header s_request sends, or NULL
 } fixture_t;
 
 typedef struct {
@@ -81,12 +90,26 @@ s_setup (void **state)
     fx->admin = mx_testmb_connect (fx->mb);
     fx->clock = mx_clock_new_fake (NOW_MS);
     fx->port = mx_testenv_free_port ();
+    do
+        fx->compat_port = mx_testenv_free_port ();
+    while (fx->compat_port == fx->port);
+    fx->token_file = zsys_sprintf ("test_http-token-%d", (int) getpid ());
+    FILE *file = fopen (fx->token_file, "w");
+    assert_non_null (file);
+    fprintf (file, "%s\n", TOKEN);
+    fclose (file);
+    chmod (fx->token_file, 0600);
+    fx->authorization = "Bearer " TOKEN;
 
     mx_config_t *config = mx_config_new_defaults ();
     char text [64];
     s_set (config, "msgx.pg.conninfo", mx_testpg_conninfo (fx->pg));
     snprintf (text, sizeof text, "127.0.0.1:%d", fx->port);
     s_set (config, "msgx.http.bind", text);
+    snprintf (text, sizeof text, "127.0.0.1:%d", fx->compat_port);
+    s_set (config, "msgx.http.compat.bind", text);
+    s_set (config, "msgx.http.compat.enabled", "true");
+    s_set (config, "msgx.http.compat.token-file", fx->token_file);
     snprintf (text, sizeof text, "%d", MAX_BODY);
     s_set (config, "msgx.http.max-body-bytes", text);
     mx_testmb_configure (fx->mb, config, "+08:00");
@@ -107,6 +130,8 @@ s_teardown (void **state)
     mx_testmb_destroy (&fx->mb);
     mx_pg_disconnect (&fx->conn);
     mx_testpg_destroy (&fx->pg);
+    remove (fx->token_file);
+    free (fx->token_file);
     free (fx);
     return 0;
 }
@@ -230,9 +255,14 @@ static void
 s_request (fixture_t *fx, const char *method, const char *path, const char *content_type,
            const char *body, size_t size, reply_t *reply)
 {
-    int fd = s_dial (fx->port);
+    int fd = s_dial (fx->compat_port);
     char *head = zsys_sprintf ("%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n",
                                method, path);
+    if (fx->authorization) {
+        char *more = zsys_sprintf ("%sAuthorization: %s\r\n", head, fx->authorization);
+        free (head);
+        head = more;
+    }
     if (content_type) {
         char *more = zsys_sprintf ("%sContent-Type: %s\r\n", head, content_type);
         free (head);
@@ -335,6 +365,41 @@ s_expect_refusal (reply_t *reply, int status, const char *words)
         fail_msg ("'%s' not in the answer: %s", words, reply->body);
 }
 
+//  The value of a sample in this process's registry (what /metrics shows).
+static double
+s_sample (const char *series)
+{
+    char *text = mx_metrics_render ();
+    char *needle = zsys_sprintf ("\n%s ", series);
+    char *at = strstr (text, needle);
+    if (!at)
+        fail_msg ("no sample %s in:\n%s", series, text);
+    double value = strtod (at + strlen (needle), NULL);
+    free (needle);
+    free (text);
+    return value;
+}
+
+static double
+s_outcome (const char *outcome)
+{
+    char series [96];
+    snprintf (series, sizeof series, "msgx_compat_requests_total{outcome=\"%s\"}", outcome);
+    return s_sample (series);
+}
+
+//  GET path on the service bind.
+static void
+s_get (fixture_t *fx, const char *path, reply_t *reply)
+{
+    int fd = s_dial (fx->port);
+    char *request = zsys_sprintf ("GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
+    assert_true (s_write (fd, request, strlen (request)));
+    free (request);
+    s_read_reply (fd, reply);
+    close (fd);
+}
+
 //  ---------------------------------------------------------------------
 
 static void
@@ -417,8 +482,8 @@ test_too_large_by_content_length (void **state)
     fixture_t *fx = *state;
     s_start (fx);
     //  Refused on the headers alone: the body is never sent.
-    int fd = s_dial (fx->port);
-    const char *head = "POST /cminmsgs/send HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+    int fd = s_dial (fx->compat_port);
+    const char *head = "POST /cminmsgs/send HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" AUTH
                        "Content-Type: application/xml\r\nContent-Length: 1001\r\n\r\n";
     assert_true (s_write (fd, head, strlen (head)));
     reply_t reply;
@@ -428,8 +493,8 @@ test_too_large_by_content_length (void **state)
     s_reply_free (&reply);
 
     //  Also with Expect: 100-continue (no 100 is sent first).
-    fd = s_dial (fx->port);
-    head = "POST /cminmsgs/send HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+    fd = s_dial (fx->compat_port);
+    head = "POST /cminmsgs/send HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" AUTH
            "Content-Type: text/xml\r\nExpect: 100-continue\r\nContent-Length: 99999999999\r\n\r\n";
     assert_true (s_write (fd, head, strlen (head)));
     s_read_reply (fd, &reply);
@@ -443,7 +508,7 @@ test_too_large_by_content_length (void **state)
 static bool
 s_send_chunked (int fd, size_t total, size_t chunk)
 {
-    const char *head = "POST /cminmsgs/send HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+    const char *head = "POST /cminmsgs/send HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" AUTH
                        "Content-Type: application/xml\r\nTransfer-Encoding: chunked\r\n\r\n";
     if (!s_write (fd, head, strlen (head)))
         return false;
@@ -466,7 +531,7 @@ test_too_large_chunked (void **state)
 {
     fixture_t *fx = *state;
     s_start (fx);
-    int fd = s_dial (fx->port);
+    int fd = s_dial (fx->compat_port);
     assert_true (s_send_chunked (fd, 3 * 500, 500));
     reply_t reply;
     s_read_reply (fd, &reply);
@@ -476,7 +541,7 @@ test_too_large_chunked (void **state)
     assert_int_equal (s_mailbox_count (fx), 0);
 
     //  Within the limit, chunked is fine.
-    fd = s_dial (fx->port);
+    fd = s_dial (fx->compat_port);
     assert_true (s_send_chunked (fd, 900, 300));
     s_read_reply (fd, &reply);
     close (fd);
@@ -486,7 +551,7 @@ test_too_large_chunked (void **state)
 
     //  A refused body that keeps coming is cut off, without an answer, and
     //  the server carries on.
-    fd = s_dial (fx->port);
+    fd = s_dial (fx->compat_port);
     s_send_chunked (fd, 4 * 1024 * 1024, 64 * 1024);
     s_read_reply (fd, &reply);
     close (fd);
@@ -626,11 +691,11 @@ test_slow_client_does_not_block_others (void **state)
 {
     fixture_t *fx = *state;
     s_start (fx);
-    int slow = s_dial (fx->port);
-    const char *half = "POST /cminmsgs/send HTTP/1.1\r\nHost: x\r\nContent-Type: appl";
+    int slow = s_dial (fx->compat_port);
+    const char *half = "POST /cminmsgs/send HTTP/1.1\r\nHost: x\r\n" AUTH "Content-Type: appl";
     assert_true (s_write (slow, half, strlen (half)));
-    int slow_body = s_dial (fx->port);
-    const char *head = "POST /cminmsgs/send HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+    int slow_body = s_dial (fx->compat_port);
+    const char *head = "POST /cminmsgs/send HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" AUTH
                        "Content-Type: application/xml\r\nContent-Length: 100\r\n\r\n<MSG>";
     assert_true (s_write (slow_body, head, strlen (head)));
 
@@ -684,11 +749,283 @@ test_start_failed_when_port_taken (void **state)
     s_reply_free (&reply);
 }
 
+//  Off unless enabled: the service bind answers 404 for the entry, and
+//  nothing listens on the compat bind.
+static void
+test_compat_off_by_default (void **state)
+{
+    fixture_t *fx = *state;
+    mx_config_t *defaults = mx_config_new_defaults ();
+    assert_false (defaults->http_compat_enabled);
+    assert_string_equal (defaults->http_compat_bind, "127.0.0.1:8081");
+    mx_config_destroy (&defaults);
+    s_set (fx->config, "msgx.http.compat.enabled", "false");
+    s_start (fx);
+    double disabled = s_outcome ("disabled");
+    int fd = s_dial (fx->port);
+    const char *post = "POST /cminmsgs/send HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" AUTH
+                       "Content-Type: application/xml\r\nContent-Length: 6\r\n\r\n<MSG/>";
+    assert_true (s_write (fd, post, strlen (post)));
+    reply_t reply;
+    s_read_reply (fd, &reply);
+    close (fd);
+    s_expect_refusal (&reply, 404, "msgx.http.compat.enabled = false");
+    s_reply_free (&reply);
+    assert_true (s_outcome ("disabled") == disabled + 1);
+
+    fd = socket (AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons ((uint16_t) fx->compat_port) };
+    addr.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+    assert_int_not_equal (connect (fd, (struct sockaddr *) &addr, sizeof addr), 0);
+    close (fd);
+    assert_int_equal (s_mailbox_count (fx), 0);
+}
+
+//  Enabled with a token: none or a wrong one is 401, the right one stores.
+static void
+test_compat_token (void **state)
+{
+    fixture_t *fx = *state;
+    s_start (fx);
+    double unauthorized = s_outcome ("unauthorized"), accepted = s_outcome ("accepted");
+    reply_t reply;
+    fx->authorization = NULL;
+    s_post (fx, "application/xml", "<MSG/>", &reply);
+    s_expect_refusal (&reply, 401, "Authorization: Bearer");
+    char value [64];
+    assert_non_null (s_header (&reply, "WWW-Authenticate", value, sizeof value));
+    assert_string_equal (value, "Bearer");
+    s_reply_free (&reply);
+    const char *wrong [] = { "Bearer " TOKEN "x", "Bearer Zm9vYmFy", "Basic " TOKEN, TOKEN, "Bearer " };
+    for (size_t i = 0; i < sizeof wrong / sizeof wrong [0]; i++) {
+        fx->authorization = wrong [i];
+        s_post (fx, "application/xml", "<MSG/>", &reply);
+        s_expect_refusal (&reply, 401, "bearer token");
+        //  The answer never repeats what the client sent.
+        assert_null (strstr (reply.body, "Zm9v"));
+        s_reply_free (&reply);
+    }
+    assert_true (s_outcome ("unauthorized") == unauthorized + 6);
+    assert_int_equal (s_mailbox_count (fx), 0);
+
+    fx->authorization = "bearer  " TOKEN;
+    s_post (fx, "application/xml", "<MSG>token</MSG>", &reply);
+    assert_int_equal (reply.status, 200);
+    int64_t id = strtoll (reply.body, NULL, 10);
+    s_reply_free (&reply);
+    char row [256];
+    s_mailbox_row (fx, id, row, sizeof row);
+    assert_string_equal (row, "VALID|2024-03-01 20:00:00|NULL|<MSG>token</MSG>");
+    assert_true (s_outcome ("accepted") == accepted + 1);
+}
+
+//  An address list without 127.0.0.1: 403 even with the token; with it, stored.
+static void
+test_compat_allow_list (void **state)
+{
+    fixture_t *fx = *state;
+    s_set (fx->config, "msgx.http.compat.allow", "10.0.0.0/8, 192.0.2.7, ::1/128");
+    s_start (fx);
+    double forbidden = s_outcome ("forbidden"), invalid = s_outcome ("invalid");
+    reply_t reply;
+    s_post (fx, "application/xml", "<MSG/>", &reply);
+    s_expect_refusal (&reply, 403, "is not in msgx.http.compat.allow");
+    s_reply_free (&reply);
+    //  Refused before anything else is looked at.
+    s_post (fx, "application/json", "{}", &reply);
+    s_expect_refusal (&reply, 403, "127.0.0.1");
+    s_reply_free (&reply);
+    assert_true (s_outcome ("forbidden") == forbidden + 2);
+    assert_true (s_outcome ("invalid") == invalid);
+    zactor_destroy (&fx->actor);
+
+    //  The list alone (no token) is enough when it holds the client.
+    s_set (fx->config, "msgx.http.compat.allow", "127.0.0.0/8");
+    s_set (fx->config, "msgx.http.compat.token-file", "");
+    fx->authorization = NULL;
+    s_start (fx);
+    s_post (fx, "application/xml", "<MSG/>", &reply);
+    assert_int_equal (reply.status, 200);
+    s_reply_free (&reply);
+    assert_int_equal (s_mailbox_count (fx), 1);
+    s_post (fx, "application/json", "{}", &reply);
+    s_expect_refusal (&reply, 415, "application/json");
+    s_reply_free (&reply);
+    assert_true (s_outcome ("invalid") == invalid + 1);
+}
+
+//  A token file open to others is refused in prod at start.
+static void
+test_compat_token_file_checked (void **state)
+{
+    fixture_t *fx = *state;
+    chmod (fx->token_file, 0644);
+    s_set (fx->config, "msgx.profile", "prod");
+    s_set (fx->config, "msgx.kafka.bootstrap-servers", "127.0.0.1:9");
+    s_set (fx->config, "mailbox.shared-mysql.user", "root");
+    fx->args = (mx_actor_args_t) { .name = "http", .config = fx->config, .clock = fx->clock };
+    char *detail = NULL, *error = NULL;
+    zactor_t *actor = mx_actor_start (mx_http_actor, &fx->args, 10000, &detail, &error);
+    assert_null (actor);
+    if (!strstr (error, "is open to others (mode 0644)"))
+        fail_msg ("unexpected: %s", error);
+    free (error);
+    //  An empty token file is refused whatever the profile.
+    s_set (fx->config, "msgx.profile", "dev");
+    FILE *file = fopen (fx->token_file, "w");
+    fclose (file);
+    actor = mx_actor_start (mx_http_actor, &fx->args, 10000, &detail, &error);
+    assert_null (actor);
+    assert_non_null (strstr (error, "expected one token"));
+    free (error);
+}
+
+//  While the mailbox is locked, the write waits in the writer: the actor
+//  still answers /health/live and /metrics, and the write completes once
+//  the lock goes.
+static void
+test_locked_mailbox_blocks_nothing_else (void **state)
+{
+    fixture_t *fx = *state;
+    s_start (fx);
+    MYSQL *locker = mx_testmb_connect (fx->mb);
+    const char *lock = "LOCK TABLES CMINMSGS WRITE";
+    if (mysql_real_query (locker, lock, strlen (lock)))
+        fail_msg ("%s: %s", lock, mysql_error (locker));
+
+    int fd = s_dial (fx->compat_port);
+    const char *post = "POST /cminmsgs/send HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" AUTH
+                       "Content-Type: application/xml\r\nContent-Length: 9\r\n\r\n<locked/>";
+    assert_true (s_write (fd, post, strlen (post)));
+    //  Bounded poll until the writer's INSERT waits on the lock.
+    const char *waiting = "SELECT COUNT(*) FROM information_schema.PROCESSLIST"
+                          " WHERE INFO LIKE 'INSERT INTO CMINMSGS%' AND STATE LIKE 'Waiting%'";
+    int64_t deadline = zclock_mono () + IO_TIMEOUT_S * 1000;
+    while (true) {
+        if (mysql_real_query (fx->admin, waiting, strlen (waiting)))
+            fail_msg ("%s: %s", waiting, mysql_error (fx->admin));
+        MYSQL_RES *res = mysql_store_result (fx->admin);
+        bool blocked = strtoll (mysql_fetch_row (res) [0], NULL, 10) > 0;
+        mysql_free_result (res);
+        if (blocked)
+            break;
+        if (zclock_mono () > deadline)
+            fail_msg ("the compat INSERT never waited on the lock");
+        zclock_sleep (5);
+    }
+
+    //  A figure, not an assertion: how long the answers took meanwhile.
+    reply_t reply;
+    int64_t asked = zclock_usecs ();
+    s_get (fx, "/health/live", &reply);
+    print_message ("while the mailbox is locked: /health/live answered in %.1f ms\n",
+                   (double) (zclock_usecs () - asked) / 1000.0);
+    assert_int_equal (reply.status, 200);
+    json_t *live = json_loads (reply.body, 0, NULL);
+    assert_string_equal (json_string_value (json_object_get (live, "status")), "live");
+    json_decref (live);
+    s_reply_free (&reply);
+    //  No metrics actor here: /metrics answers once its wait is over.
+    asked = zclock_usecs ();
+    s_get (fx, "/metrics", &reply);
+    print_message ("while the mailbox is locked: /metrics answered in %.1f ms (no metrics actor here:"
+                   " its wait runs out)\n", (double) (zclock_usecs () - asked) / 1000.0);
+    assert_int_equal (reply.status, 200);
+    assert_non_null (strstr (reply.body, "msgx_compat_requests_total{outcome=\"accepted\"}"));
+    s_reply_free (&reply);
+    //  Another client of the entry is refused or served, never stuck behind:
+    //  its request waits in line for the writer like the first.
+    const char *unlock = "UNLOCK TABLES";
+    if (mysql_real_query (locker, unlock, strlen (unlock)))
+        fail_msg ("%s: %s", unlock, mysql_error (locker));
+    s_read_reply (fd, &reply);
+    close (fd);
+    assert_int_equal (reply.status, 200);
+    s_reply_free (&reply);
+    assert_int_equal (s_mailbox_count (fx), 1);
+    mysql_close (locker);
+}
+
+static void
+test_live_on_a_standby (void **state)
+{
+    fixture_t *fx = *state;
+    fx->args = (mx_actor_args_t) { .name = "http", .config = fx->config, .clock = fx->clock };
+    char *detail = NULL, *error = NULL;
+    fx->actor = mx_actor_start_service (mx_http_actor, &fx->args, "standby", false, 10000, &detail, &error);
+    if (!fx->actor)
+        fail_msg ("http actor did not start: %s", error);
+    free (detail);
+    reply_t reply;
+    s_get (fx, "/health/live", &reply);
+    assert_int_equal (reply.status, 200);
+    assert_non_null (strstr (reply.body, "\"role\":\"standby\""));
+    s_reply_free (&reply);
+    //  Not ready: a standby takes no work (and no metrics actor answers here).
+    s_get (fx, "/health/ready", &reply);
+    assert_int_equal (reply.status, 503);
+    s_reply_free (&reply);
+    s_get (fx, "/health/other", &reply);
+    assert_int_equal (reply.status, 404);
+    s_reply_free (&reply);
+    //  The compat entry refuses on a standby.
+    double unavailable = s_outcome ("unavailable");
+    s_post (fx, "application/xml", "<MSG/>", &reply);
+    s_expect_refusal (&reply, 503, "this instance is standby, not active");
+    s_reply_free (&reply);
+    assert_true (s_outcome ("unavailable") == unavailable + 1);
+}
+
+//  msgx.http.per-ip-connections: a client holding its share of idle
+//  connections gets no more, on either bind; others are unaffected, and a
+//  freed slot serves again.
+static void
+test_per_ip_connection_limit (void **state)
+{
+    fixture_t *fx = *state;
+    s_set (fx->config, "msgx.http.per-ip-connections", "2");
+    s_start (fx);
+    int idle [2];
+    for (int i = 0; i < 2; i++) {
+        idle [i] = s_dial (fx->compat_port);
+        assert_true (s_write (idle [i], "POST", 4));
+    }
+    //  The third from 127.0.0.1 is closed without an answer.
+    reply_t reply;
+    int fd = s_dial (fx->compat_port);
+    const char *get = "GET /health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    s_write (fd, get, strlen (get));
+    s_read_reply (fd, &reply);
+    close (fd);
+    assert_int_equal (reply.status, 0);
+    s_reply_free (&reply);
+    //  The other bind counts its own connections.
+    s_get (fx, "/health/live", &reply);
+    assert_int_equal (reply.status, 200);
+    s_reply_free (&reply);
+    close (idle [0]);
+    //  MHD notices the close on its next turn; a bounded poll until the slot is free.
+    int64_t deadline = zclock_mono () + IO_TIMEOUT_S * 1000;
+    while (true) {
+        s_post (fx, "application/xml", "<MSG/>", &reply);
+        int status = reply.status;
+        s_reply_free (&reply);
+        if (status == 200)
+            break;
+        assert_int_equal (status, 0);
+        if (zclock_mono () > deadline)
+            fail_msg ("the freed connection slot never served again");
+    }
+    close (idle [1]);
+    assert_int_equal (s_mailbox_count (fx), 1);
+}
+
 int
 main (void)
 {
     zsys_init ();
     zsys_handler_set (NULL);
+    mx_http_register_metrics ();
     const struct CMUnitTest tests [] = {
         cmocka_unit_test_setup_teardown (test_post_stores_and_registers, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_too_large_by_content_length, s_setup, s_teardown),
@@ -699,6 +1036,13 @@ main (void)
         cmocka_unit_test_setup_teardown (test_proc_state_failure_still_answers_200, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_slow_client_does_not_block_others, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_start_failed_when_port_taken, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_compat_off_by_default, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_compat_token, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_compat_allow_list, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_compat_token_file_checked, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_locked_mailbox_blocks_nothing_else, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_live_on_a_standby, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_per_ip_connection_limit, s_setup, s_teardown),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -264,6 +264,14 @@ test_mailbox_down (void **state)
     json_t *mailbox = json_object_get (deps, "mailbox");
     assert_true (json_is_false (json_object_get (mailbox, "ok")));
     assert_non_null (strstr (json_string_value (json_object_get (mailbox, "detail")), "mailbox unreachable"));
+    //  Which dependency is down, by name; never its host, port or user.
+    json_t *down = json_object_get (health, "down");
+    assert_int_equal (json_array_size (down), 1);
+    assert_string_equal (json_string_value (json_array_get (down, 0)), "mailbox");
+    assert_null (strstr (reply.body, "127.0.0.1"));
+    assert_null (strstr (reply.body, text));
+    if (*fx->config->mailbox_shared_mysql_user)
+        assert_null (strstr (reply.body, fx->config->mailbox_shared_mysql_user));
     assert_true (json_is_true (json_object_get (json_object_get (deps, "postgresql"), "ok")));
     //  The backlog is still known; only the lag needs the mailbox.
     json_t *backlog = json_object_get (health, "backlog");
@@ -284,8 +292,9 @@ test_postgresql_down (void **state)
 {
     fixture_t *fx = *state;
     char conninfo [128];
+    int port = mx_testenv_free_port ();
     snprintf (conninfo, sizeof conninfo, "host=127.0.0.1 port=%d user=postgres dbname=none connect_timeout=2",
-              mx_testenv_free_port ());
+              port);
     s_set (fx->config, "msgx.pg.conninfo", conninfo);
     s_start (fx, true);
     reply_t reply;
@@ -313,6 +322,14 @@ test_postgresql_down (void **state)
     json_t *backlog = json_object_get (health, "backlog");
     assert_true (json_is_null (json_object_get (backlog, "unfinished")));
     assert_non_null (json_string_value (json_object_get (backlog, "error")));
+    assert_string_equal (json_string_value (json_array_get (json_object_get (health, "down"), 0)), "postgresql");
+    //  Neither the server's address nor the driver's words.
+    char port_text [16];
+    snprintf (port_text, sizeof port_text, "%d", port);
+    assert_null (strstr (reply.body, "127.0.0.1"));
+    assert_null (strstr (reply.body, port_text));
+    assert_null (strstr (reply.body, "user"));
+    assert_null (strstr (reply.body, "connection to server"));
     json_decref (health);
     free (reply.body);
 }
@@ -389,24 +406,17 @@ test_role_and_pause_as_told (void **state)
     s_expect_sample (reply.body, "msgx_pipeline_paused", "1");
     free (reply.body);
 
-    //  The compat entry: refused, nothing written.
-    int fd = socket (AF_INET, SOCK_STREAM, 0);
-    assert_true (fd >= 0);
-    struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons ((uint16_t) fx->port) };
-    addr.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
-    assert_int_equal (connect (fd, (struct sockaddr *) &addr, sizeof addr), 0);
-    const char *post = "POST /cminmsgs/send HTTP/1.1\r\nHost: x\r\nContent-Type: application/xml\r\n"
-                       "Content-Length: 4\r\nConnection: close\r\n\r\n<x/>";
-    assert_int_equal (send (fd, post, strlen (post), MSG_NOSIGNAL), (ssize_t) strlen (post));
-    char answer [1024] = "";
-    size_t got = 0;
-    ssize_t n;
-    while (got < sizeof answer - 1 && (n = recv (fd, answer + got, sizeof answer - 1 - got, 0)) > 0)
-        got += (size_t) n;
-    close (fd);
-    assert_non_null (strstr (answer, "HTTP/1.1 503"));
-    assert_non_null (strstr (answer, "this instance is standby, not active"));
-    mx_testpg_expect (fx->conn, "SELECT count(*) FROM proc_state", "0");
+    //  Live but not ready: a standby takes no work.
+    s_get (fx, "/health/live", &reply);
+    assert_int_equal (reply.status, 200);
+    free (reply.body);
+    s_get (fx, "/health/ready", &reply);
+    assert_int_equal (reply.status, 503);
+    health = json_loads (reply.body, 0, NULL);
+    assert_string_equal (json_string_value (json_object_get (health, "status")), "standby");
+    assert_int_equal (json_array_size (json_object_get (health, "down")), 0);
+    json_decref (health);
+    free (reply.body);
 
     //  Active but paused: healthy (a pause is the operator's choice).
     mx_cmd_send (zactor_sock (fx->http), MX_CMD_ROLE, "active", 1);
@@ -418,6 +428,51 @@ test_role_and_pause_as_told (void **state)
     assert_true (json_is_true (json_object_get (json_object_get (health, "pipeline"), "paused")));
     json_decref (health);
     free (reply.body);
+    s_get (fx, "/health/ready", &reply);
+    assert_int_equal (reply.status, 200);
+    free (reply.body);
+}
+
+//  A locked mailbox table holds up the metrics actor's check, never the
+//  http actor: /health/live answers at once, /metrics and /health answer
+//  when their wait runs out (the mailbox figures unknown), and all is
+//  well again once the lock goes.
+static void
+test_locked_mailbox_blocks_no_answer (void **state)
+{
+    fixture_t *fx = *state;
+    s_start (fx, true);
+    MYSQL *locker = mx_testmb_connect (fx->mb);
+    const char *lock = "LOCK TABLES CMINMSGS WRITE";
+    if (mysql_real_query (locker, lock, strlen (lock)))
+        fail_msg ("%s: %s", lock, mysql_error (locker));
+    reply_t reply;
+    s_get (fx, "/health/live", &reply);
+    assert_int_equal (reply.status, 200);
+    free (reply.body);
+    s_get (fx, "/metrics", &reply);
+    assert_int_equal (reply.status, 200);
+    s_expect_sample (reply.body, "msgx_pipeline_watermark_lag", "NaN");
+    free (reply.body);
+    s_get (fx, "/health", &reply);
+    assert_int_equal (reply.status, 503);
+    assert_non_null (strstr (reply.body, "\"down\":[\"metrics\"]"));
+    free (reply.body);
+    const char *unlock = "UNLOCK TABLES";
+    if (mysql_real_query (locker, unlock, strlen (unlock)))
+        fail_msg ("%s: %s", unlock, mysql_error (locker));
+    mysql_close (locker);
+    //  Bounded poll: the metrics actor works off the requests that waited.
+    int64_t deadline = zclock_mono () + IO_TIMEOUT_S * 1000;
+    while (true) {
+        s_get (fx, "/health", &reply);
+        int status = reply.status;
+        free (reply.body);
+        if (status == 200)
+            break;
+        if (zclock_mono () > deadline)
+            fail_msg ("/health never came back to 200 after the unlock");
+    }
 }
 
 int
@@ -432,6 +487,7 @@ main (void)
         cmocka_unit_test_setup_teardown (test_cache_ttl, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_metrics_actor_silent, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_role_and_pause_as_told, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_locked_mailbox_blocks_no_answer, s_setup, s_teardown),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -59,6 +59,7 @@ typedef struct {
     char msgxd [1024];
     char msgxctl [1024];
     int http_port;
+    int compat_port;
     mx_testproc_t *daemon;
     PGconn *conn;                   //  LISTENs to proc_state changes
     char *env [24];
@@ -86,6 +87,12 @@ s_setup (void **state)
     fx->env [n++] = strdup ("MSGX_PIPELINE_AUTOSTART=true");
     fx->env [n++] = strdup ("MSGX_PROFILE=dev");
     fx->env [n++] = zsys_sprintf ("MSGX_HTTP_BIND=127.0.0.1:%d", fx->http_port);
+    do
+        fx->compat_port = mx_testenv_free_port ();
+    while (fx->compat_port == fx->http_port);
+    fx->env [n++] = strdup ("MSGX_HTTP_COMPAT_ENABLED=true");
+    fx->env [n++] = zsys_sprintf ("MSGX_HTTP_COMPAT_BIND=127.0.0.1:%d", fx->compat_port);
+    fx->env [n++] = strdup ("MSGX_HTTP_COMPAT_ALLOW=127.0.0.0/8");
     fx->env [n++] = zsys_sprintf ("MSGX_HTTP_MAX_BODY_BYTES=%d", MAX_BODY);
     fx->env [n++] = zsys_sprintf ("MSGX_CODEC_MAX_MESSAGE_BYTES=%d", MAX_MESSAGE);
     //  The slow client is cut off after a second (msgx.http.idle-timeout).
@@ -302,7 +309,8 @@ s_read_all (int fd, int timeout_ms, bool *closed, char **text)
 static int
 s_exchange (fixture_t *fx, const void *request, size_t size, char **text)
 {
-    int fd = s_dial (fx->http_port);
+    //  GET (health, metrics) to the service bind, the rest to the compat entry's.
+    int fd = s_dial (strncmp ((const char *) request, "GET ", 4) == 0 ? fx->http_port : fx->compat_port);
     s_write (fd, request, size);
     bool closed;
     int status = s_read_all (fd, WAIT_MS, &closed, text);
@@ -506,6 +514,21 @@ test_hostile_shapes_end_dead_and_the_fifo_goes_on (void **state)
         if (refused < 1)
             fail_msg ("msgx_codec_refused_total{%s} is %g, expected at least 1", label, refused);
     }
+    //  msgxctl show decodes under the same bounds: the wide message (ID 1)
+    //  is refused with the bound's name, at once.
+    char *endpoint = zsys_sprintf ("ipc://%s/admin.sock", fx->dir);
+    const char *argv [] = { fx->msgxctl, "--endpoint", endpoint, "show", "1", "--json", NULL };
+    char *out = NULL, *err = NULL;
+    assert_int_equal (mx_testproc_run (argv, NULL, WAIT_MS, &out, &err), 0);
+    json_t *shown = json_loads (out, 0, NULL);
+    assert_non_null (shown);
+    const char *why = json_string_value (json_object_get (json_object_get (shown, "decoded"), "error"));
+    if (!why || !strstr (why, "msgx.codec.max-attributes"))
+        fail_msg ("show decoded the wide message without its bound: %s", out);
+    json_decref (shown);
+    free (out);
+    free (err);
+    free (endpoint);
     double malformed = s_metric (fx, "msgx_messages_dead_total{", "class=\"MALFORMED\"");
     if (malformed != (double) count)
         fail_msg ("msgx_messages_dead_total{class=\"MALFORMED\"} is %g, expected %zu",
@@ -611,7 +634,7 @@ test_http_attacks_are_refused_while_the_pipeline_works (void **state)
     s_start_daemon (fx);
 
     //  A slow client: half a request line, then nothing.
-    int slow = s_dial (fx->http_port);
+    int slow = s_dial (fx->compat_port);
     const char *half = "POST /cminmsgs/send HTTP/1.1\r\nHost: x\r\nContent-Ty";
     assert_true (s_write (slow, half, strlen (half)));
 
@@ -740,6 +763,10 @@ test_defaults_bind_loopback (void **state)
     assert_non_null (admin);
     assert_true (strncmp (json_string_value (bind), "127.0.0.1:", 10) == 0);
     assert_true (strncmp (json_string_value (admin), "ipc://", 6) == 0);
+    //  The write entry: off, and on loopback of its own when turned on.
+    assert_true (json_is_false (json_object_get (config, "msgx.http.compat.enabled")));
+    assert_string_equal (json_string_value (json_object_get (config, "msgx.http.compat.bind")),
+                         "127.0.0.1:8081");
     json_decref (config);
     free (out);
     free (err);

@@ -36,6 +36,7 @@ typedef struct {
     char *vars [32];
     int count;
     int port;
+    int compat_port;            //  the compat entry's own bind
     char *endpoint;
     mx_testproc_t *proc;
 } daemon_t;
@@ -117,6 +118,12 @@ s_daemon_start (fixture_t *fx, daemon_t *self, const char *name, const char *con
     s_daemon_var (self, zsys_sprintf ("MSGX_ADMIN_ENDPOINT=%s", self->endpoint));
     s_daemon_var (self, strdup ("MSGX_PROFILE=dev"));
     s_daemon_var (self, zsys_sprintf ("MSGX_HTTP_BIND=127.0.0.1:%d", self->port));
+    do
+        self->compat_port = mx_testenv_free_port ();
+    while (self->compat_port == self->port);
+    s_daemon_var (self, strdup ("MSGX_HTTP_COMPAT_ENABLED=true"));
+    s_daemon_var (self, zsys_sprintf ("MSGX_HTTP_COMPAT_BIND=127.0.0.1:%d", self->compat_port));
+    s_daemon_var (self, strdup ("MSGX_HTTP_COMPAT_ALLOW=127.0.0.1"));
     //  Every scrape reads the database afresh.
     s_daemon_var (self, strdup ("MSGX_HEALTH_BACKLOG_CACHE_TTL_MS=0"));
     if (fx->mb) {
@@ -393,7 +400,10 @@ test_nan_when_postgresql_refuses_connections (void **state)
     const char *detail = s_dependency_detail (health, "postgresql", &ok);
     assert_false (ok);
     assert_non_null (detail);
-    assert_non_null (strstr (detail, "PostgreSQL"));
+    assert_non_null (strstr (detail, "postgresql unreachable"));
+    //  Named, never described by the driver (its text names the database).
+    assert_string_equal (json_string_value (json_array_get (json_object_get (health, "down"), 0)), "postgresql");
+    assert_null (strstr (detail, mx_testpg_dbname (fx->pg)));
     assert_true (json_is_null (json_object_get (json_object_get (health, "backlog"), "unfinished")));
     json_decref (health);
 
@@ -462,7 +472,17 @@ test_standby_reports_standby (void **state)
     assert_true (json_is_false (json_object_get (json_object_get (health, "pipeline"), "paused")));
     json_decref (health);
 
+    //  Live on both; ready only on the active.
     reply_t reply;
+    const int ports [] = { a->port, b->port };
+    for (int i = 0; i < 2; i++) {
+        s_get (ports [i], "/health/live", &reply);
+        assert_int_equal (reply.status, 200);
+        s_reply_free (&reply);
+        s_get (ports [i], "/health/ready", &reply);
+        assert_int_equal (reply.status, i == 0 ? 200 : 503);
+        s_reply_free (&reply);
+    }
     s_get (b->port, "/metrics", &reply);
     assert_int_equal (reply.status, 200);
     s_expect_sample (reply.body, "msgx_instance_active", "0");
@@ -470,10 +490,14 @@ test_standby_reports_standby (void **state)
     s_reply_free (&reply);
 
     //  The compat entry is the active instance's alone.
-    s_http (b->port, "POST /cminmsgs/send HTTP/1.1\r\nHost: x\r\nContent-Type: application/xml\r\n"
+    s_http (b->compat_port, "POST /cminmsgs/send HTTP/1.1\r\nHost: x\r\nContent-Type: application/xml\r\n"
                     "Content-Length: 4\r\nConnection: close\r\n\r\n<x/>", &reply);
     assert_int_equal (reply.status, 503);
     assert_non_null (strstr (reply.body, "this instance is standby, not active"));
+    s_reply_free (&reply);
+    s_get (b->port, "/metrics", &reply);
+    s_expect_sample (reply.body, "msgx_compat_requests_total{outcome=\"unavailable\"}", "1");
+    s_expect_sample (reply.body, "msgx_compat_requests_total{outcome=\"unauthorized\"}", "0");
     s_reply_free (&reply);
 
     //  The active goes; the standby takes over and /health follows.
@@ -483,6 +507,9 @@ test_standby_reports_standby (void **state)
     assert_int_equal (status, 200);
     assert_string_equal (json_string_value (json_object_get (health, "role")), "active");
     json_decref (health);
+    s_get (b->port, "/health/ready", &reply);
+    assert_int_equal (reply.status, 200);
+    s_reply_free (&reply);
     s_daemon_stop (b);
 }
 

@@ -154,6 +154,28 @@ test_body (void **state)
                "body larger than the limit of 5 bytes (msgx.http.max-body-bytes)");
     s_refused (mx_compat_body_check ("<a>\xc3\x28</a>", 8, 1000, &why), &why, 400,
                "body is not valid UTF-8 (byte 3 of 8)");
+    s_refused (mx_compat_body_check ("<a>\0</a>", 8, 1000, &why), &why, 400,
+               "body holds a NUL byte (byte 3 of 8)");
+}
+
+static void
+test_bearer (void **state)
+{
+    (void) state;
+    const char *token = "s3cret.TOKEN-42";
+    size_t length = strlen (token);
+    const char *good [] = { "Bearer s3cret.TOKEN-42", "bearer s3cret.TOKEN-42", "BEARER   s3cret.TOKEN-42 " };
+    for (size_t i = 0; i < sizeof good / sizeof good [0]; i++)
+        if (!mx_compat_body_bearer_ok (good [i], token, length))
+            fail_msg ("'%s' refused", good [i]);
+    const char *bad [] = { NULL, "", "Bearer", "Bearer ", "Bearer s3cret.TOKEN-4", "Bearer s3cret.TOKEN-421",
+                           "Bearer S3CRET.TOKEN-42", "Basic s3cret.TOKEN-42", "s3cret.TOKEN-42",
+                           "Bearers3cret.TOKEN-42", "Bearer s3cret.TOKEN-42 extra" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad [0]; i++)
+        if (mx_compat_body_bearer_ok (bad [i], token, length))
+            fail_msg ("'%s' accepted", bad [i] ? bad [i] : "(no header)");
+    //  No token configured accepts nothing.
+    assert_false (mx_compat_body_bearer_ok ("Bearer ", "", 0));
 }
 
 int
@@ -164,6 +186,7 @@ main (void)
         cmocka_unit_test (test_length),
         cmocka_unit_test (test_utf8),
         cmocka_unit_test (test_body),
+        cmocka_unit_test (test_bearer),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -446,6 +446,13 @@ test_validation_rules (void **state)
         { "msgx.http.bind",                     "localhost:http", "1..65535" },
         { "msgx.http.bind",                     "[::1:8080", "[ipv6]:port" },
         { "msgx.http.max-body-bytes",           "0",        "at least 1" },
+        { "msgx.http.max-connections",          "0",        "between 1 and 1024" },
+        { "msgx.http.per-ip-connections",       "65",       "between 1 and 64" },
+        { "msgx.http.compat.allow",             "10.0.0.0/33", "at most 32" },
+        { "msgx.http.compat.allow",             "10.1.2.3/8", "beyond the prefix" },
+        { "msgx.http.compat.allow",             "aodb.example", "not an IPv4 or IPv6" },
+        { "msgx.http.compat.allow",             "::1/129",  "at most 128" },
+        { "msgx.http.compat.allow",             "10.0.0.1,,10.0.0.2", "empty entry" },
         { "msgx.admin.endpoint",                "inproc://x", "ipc:// or tcp://" },
         { "msgx.admin.endpoint",                "ipc://",   "ipc:// or tcp://" },
         { "msgx.admin.endpoint",                "tcp://0.0.0.0:5555", "must be on a loopback address" },
@@ -491,6 +498,7 @@ test_validation_rules (void **state)
         { "msgx.operation-day.cutoff-hour",  "23" },
         { "msgx.operation-day.zone",         "UTC" },
         { "msgx.http.bind",                  "[::1]:8080" },
+        { "msgx.http.compat.allow",          " 10.0.0.0/8 , 192.0.2.7, ::1/128,fe80::/10 " },
         { "msgx.admin.endpoint",             "tcp://127.0.0.1:5555" },
         { "msgx.admin.endpoint",             "tcp://127.1.2.3:5555" },
         { "msgx.admin.endpoint",             "tcp://[::1]:5555" },
@@ -523,6 +531,38 @@ test_validation_rules (void **state)
     assert_true (s_has (errors, "msgx.admin.group", "ipc:// msgx.admin.endpoint only", NULL));
     zlist_destroy (&errors);
     mx_config_destroy (&config);
+}
+
+//  The compat entry, enabled, must authenticate and have a bind of its own.
+static void
+test_compat_entry_rules (void **state)
+{
+    (void) state;
+    const char *cases [][4] = {
+        //  token-file, allow, bind, the problem expected (NULL: none)
+        { "", "", "127.0.0.1:8081", "set msgx.http.compat.token-file, msgx.http.compat.allow or both" },
+        { "", "", "127.0.0.1:8080", "must differ from msgx.http.bind" },
+        { "", "", "8081", "host:port" },
+        { "/etc/msgxd/compat-token", "", "127.0.0.1:8081", NULL },
+        { "", "10.20.0.15/32", "10.20.0.5:8081", NULL },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases [0]; i++) {
+        mx_config_t *config = mx_config_new_defaults ();
+        zlist_t *errors = zlist_new ();
+        zlist_autofree (errors);
+        assert_int_equal (mx_config_set (config, "msgx.http.compat.enabled", "true", errors), 0);
+        assert_int_equal (mx_config_set (config, "msgx.http.compat.token-file", cases [i][0], errors), 0);
+        assert_int_equal (mx_config_set (config, "msgx.http.compat.allow", cases [i][1], errors), 0);
+        assert_int_equal (mx_config_set (config, "msgx.http.compat.bind", cases [i][2], errors), 0);
+        int rc = mx_config_validate (config, errors);
+        if (cases [i][3] ? rc != -1 || !s_has (errors, "msgx.http.compat", cases [i][3], NULL) : rc != 0) {
+            print_error ("case %zu: expected %s\n", i, cases [i][3] ? cases [i][3] : "no problem");
+            s_dump (errors);
+            fail ();
+        }
+        zlist_destroy (&errors);
+        mx_config_destroy (&config);
+    }
 }
 
 static void
@@ -1214,6 +1254,7 @@ main (void)
         cmocka_unit_test (test_scalars_and_lists),
         cmocka_unit_test (test_validation_rules),
         cmocka_unit_test (test_prod_rules),
+        cmocka_unit_test (test_compat_entry_rules),
         cmocka_unit_test_setup_teardown (test_all_problems_together, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_unknown_and_duplicate_keys, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_unparsable_file, s_setup, s_teardown),

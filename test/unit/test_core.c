@@ -1,4 +1,5 @@
 /*  Unit tests: clock, backoff, log, command tables.  */
+#include <arpa/inet.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,9 +10,11 @@
 #include <jansson.h>
 
 #include "mx_backoff.h"
+#include "mx_cidr.h"
 #include "mx_clock.h"
 #include "mx_cmd.h"
 #include "mx_log.h"
+#include "mx_text.h"
 
 static void
 test_fake_clock_moves_only_when_told (void **state)
@@ -213,6 +216,93 @@ test_command_round_trip (void **state)
     zsock_destroy (&b);
 }
 
+//  What msgxctl show writes to a terminal: control characters visible, not obeyed.
+static void
+test_text_escape_controls (void **state)
+{
+    (void) state;
+    const char *cases [][2] = {
+        { "", "" },
+        { "plain <MSG>\n\ttext</MSG>", "plain <MSG>\n\ttext</MSG>" },
+        { "\x1b[2J\x1b]0;owned\x07", "\\x1b[2J\\x1b]0;owned\\x07" },
+        { "a\rb\x7f\x01", "a\\x0db\\x7f\\x01" },
+        { "csi \xc2\x9b" "31m, nbsp \xc2\xa0 kept, \xe8\x88\xaa", "csi \\u009b31m, nbsp \xc2\xa0 kept, \xe8\x88\xaa" },
+        { "back\\x1b slash", "back\\\\x1b slash" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases [0]; i++) {
+        char *escaped = mx_text_escape_controls (cases [i][0]);
+        assert_string_equal (escaped, cases [i][1]);
+        free (escaped);
+    }
+}
+
+static struct sockaddr_storage
+s_address (const char *text)
+{
+    struct sockaddr_storage storage;
+    memset (&storage, 0, sizeof storage);
+    struct sockaddr_in *v4 = (struct sockaddr_in *) &storage;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *) &storage;
+    if (inet_pton (AF_INET, text, &v4->sin_addr) == 1)
+        v4->sin_family = AF_INET;
+    else {
+        assert_int_equal (inet_pton (AF_INET6, text, &v6->sin6_addr), 1);
+        v6->sin6_family = AF_INET6;
+    }
+    return storage;
+}
+
+//  The compat entry's address list.
+static void
+test_cidr_list (void **state)
+{
+    (void) state;
+    char *error = NULL;
+    mx_cidr_list_t *list = mx_cidr_list_parse (" 10.0.0.0/8, 192.0.2.7 ,2001:db8::/32, 172.16.0.0/12", &error);
+    assert_non_null (list);
+    assert_int_equal (mx_cidr_list_size (list), 4);
+    const char *inside [] = { "10.0.0.1", "10.255.255.255", "192.0.2.7", "2001:db8::1", "172.31.0.1",
+                              "::ffff:10.1.2.3" };
+    const char *outside [] = { "11.0.0.1", "192.0.2.8", "127.0.0.1", "2001:db9::1", "172.32.0.1", "::1",
+                               "::ffff:127.0.0.1" };
+    for (size_t i = 0; i < sizeof inside / sizeof inside [0]; i++) {
+        struct sockaddr_storage address = s_address (inside [i]);
+        if (!mx_cidr_list_match (list, (struct sockaddr *) &address))
+            fail_msg ("%s not matched", inside [i]);
+    }
+    for (size_t i = 0; i < sizeof outside / sizeof outside [0]; i++) {
+        struct sockaddr_storage address = s_address (outside [i]);
+        if (mx_cidr_list_match (list, (struct sockaddr *) &address))
+            fail_msg ("%s matched", outside [i]);
+    }
+    mx_cidr_list_destroy (&list);
+    assert_null (list);
+
+    //  Empty: a list that holds nothing.
+    list = mx_cidr_list_parse ("", &error);
+    assert_int_equal (mx_cidr_list_size (list), 0);
+    struct sockaddr_storage loopback = s_address ("127.0.0.1");
+    assert_false (mx_cidr_list_match (list, (struct sockaddr *) &loopback));
+    mx_cidr_list_destroy (&list);
+    list = mx_cidr_list_parse ("0.0.0.0/0", &error);
+    assert_true (mx_cidr_list_match (list, (struct sockaddr *) &loopback));
+    mx_cidr_list_destroy (&list);
+
+    const char *refused [][2] = {
+        { "10.0.0.0/33", "at most 32" }, { "::/129", "at most 128" }, { "10.0.0.1/8", "beyond the prefix" },
+        { "10.0.0.0/", "must be a number" }, { "10.0.0.0/8x", "must be a number" },
+        { "host.example", "not an IPv4" }, { "10.0.0.1,", "empty entry" }, { ",10.0.0.1", "empty entry" },
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused [0]; i++) {
+        list = mx_cidr_list_parse (refused [i][0], &error);
+        assert_null (list);
+        if (!strstr (error, refused [i][1]))
+            fail_msg ("'%s': '%s' not in '%s'", refused [i][0], refused [i][1], error);
+        free (error);
+        error = NULL;
+    }
+}
+
 int
 main (void)
 {
@@ -227,6 +317,8 @@ main (void)
         cmocka_unit_test (test_log_level_parse),
         cmocka_unit_test (test_command_tables_are_complete),
         cmocka_unit_test (test_command_round_trip),
+        cmocka_unit_test (test_text_escape_controls),
+        cmocka_unit_test (test_cidr_list),
     };
     int failed = cmocka_run_group_tests (tests, NULL, NULL);
     zsys_shutdown ();
