@@ -273,6 +273,62 @@ test_admin_tcp_with_curve (void **state)
     s_env_free (&env);
 }
 
+//  A running daemon given a recognisable password by every path (inline
+//  in the conninfo, as a variable, from a file) whose mailbox and brokers
+//  refuse it: the password is in no log line and no msgxctl output.
+static void
+test_secrets_never_logged (void **state)
+{
+    fixture_t *fx = *state;
+    char *file = zsys_sprintf ("%s/sasl.password", fx->dir);
+    FILE *out_file = fopen (file, "w");
+    assert_non_null (out_file);
+    fputs ("sasl-S3cret-2\n", out_file);
+    fclose (out_file);
+    env_t env;
+    s_env (fx, "secret", &env);
+    free (env.vars [0]);
+    env.vars [0] = zsys_sprintf ("MSGX_PG_CONNINFO=%s password=pg-S3cret-1 sslpassword=key-S3cret-3",
+                                 mx_testpg_conninfo (fx->pg));
+    const char *more [] = {
+        "MAILBOX_SHARED_MYSQL_ENABLED=true", "MAILBOX_SHARED_MYSQL_HOST=127.0.0.1",
+        "MAILBOX_SHARED_MYSQL_PORT=1", "MAILBOX_SHARED_MYSQL_USER=msgx",
+        "MAILBOX_SHARED_MYSQL_PASSWORD=mb-S3cret-4",
+        "MSGX_KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:1", "MSGX_KAFKA_SECURITY_PROTOCOL=sasl_plaintext",
+        "MSGX_KAFKA_SECURITY_SASL_MECHANISMS=PLAIN", "MSGX_KAFKA_SECURITY_SASL_USERNAME=msgx",
+        NULL
+    };
+    const char *all [24] = { NULL };
+    size_t count = 0;
+    for (int i = 0; env.vars [i]; i++)
+        all [count++] = env.vars [i];
+    for (int i = 0; more [i]; i++)
+        all [count++] = more [i];
+    char *sasl = zsys_sprintf ("MSGX_KAFKA_SECURITY_SASL_PASSWORD_FILE=%s", file);
+    all [count++] = sasl;
+    all [count++] = "MSGX_LOG_LEVEL=debug";
+    const char *argv [] = { fx->msgxd, NULL };
+    mx_testproc_t *daemon = mx_testproc_new (argv, all);
+    assert_non_null (daemon);
+    assert_non_null (mx_testproc_expect_stderr (daemon, "cannot connect to the mailbox", WAIT_MS));
+    char *out = NULL, *err = NULL;
+    assert_int_equal (s_ctl (fx, "secret", "status", NULL, &out, &err), 0);
+    if (strstr (out, "S3cret") || strstr (err, "S3cret"))
+        fail_msg ("a secret in msgxctl status:\n%s%s", out, err);
+    free (out);
+    free (err);
+    mx_testproc_signal (daemon, SIGTERM);
+    int wstatus = 0;
+    assert_int_equal (mx_testproc_wait (daemon, WAIT_MS, &wstatus), 0);
+    const char *log = mx_testproc_stderr (daemon);
+    if (strstr (log, "S3cret") || strstr (mx_testproc_stdout (daemon), "S3cret"))
+        fail_msg ("a secret in the log:\n%s", log);
+    mx_testproc_destroy (&daemon);
+    free (sasl);
+    free (file);
+    s_env_free (&env);
+}
+
 static void
 test_msgxctl_without_daemon_exits_3 (void **state)
 {
@@ -641,6 +697,7 @@ main (void)
         cmocka_unit_test_setup_teardown (test_prod_without_brokers_refuses_to_start, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_admin_tcp_off_loopback_refused, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_admin_tcp_with_curve, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_secrets_never_logged, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_msgxctl_without_daemon_exits_3, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_msgxctl_usage_errors_exit_2, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_status_against_a_running_daemon, s_setup, s_teardown),
