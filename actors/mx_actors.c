@@ -61,4 +61,5 @@ mx_actors_register_metrics (void)
     mx_control_register_metrics ();
     mx_log_dropped_metric ();
     mx_http_register_metrics ();
+    mx_control_admin_dropped ();
 }

@@ -153,7 +153,7 @@ s_check_kafka (s_metrics_t *self)
     if (!bootstrap || !*bootstrap)
         return s_dependency (false, false, "no bootstrap servers configured");
     char detail [256];
-    bool ok = mx_kafka_probe (&self->kafka, bootstrap, MX_METRICS_KAFKA_TIMEOUT_MS, detail, sizeof detail);
+    bool ok = mx_kafka_probe (&self->kafka, self->config, bootstrap, MX_METRICS_KAFKA_TIMEOUT_MS, detail, sizeof detail);
     if (ok) {
         mx_problem_recovered (&self->kafka_problem);
         return s_dependency (true, true, detail);

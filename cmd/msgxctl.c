@@ -198,6 +198,10 @@ s_usage (FILE *out)
         "  --endpoint E   daemon admin endpoint (default: $MSGX_ADMIN_ENDPOINT, else\n"
         "                 ipc://" PACKAGED_SOCKET " when it exists, else " DEFAULT_ENDPOINT ")\n"
         "  --timeout MS   how long to wait for the reply (default %d)\n"
+        "  --curve-server FILE  the daemon's public CURVE certificate (tcp:// with CURVE;\n"
+        "                 default $MSGXCTL_CURVE_SERVER)\n"
+        "  --curve-cert FILE    this client's CURVE certificate, its secret half in\n"
+        "                 FILE_secret (default $MSGXCTL_CURVE_CERT)\n"
         "  --json         the daemon's reply as JSON, for any command\n"
         "  --version      print the version and exit\n"
         "%s", DEFAULT_TIMEOUT_MS, s_exit_codes);
@@ -287,6 +291,36 @@ s_handshake_seen (zsock_t *monitor)
     return seen;
 }
 
+//  CURVE for a tcp:// endpoint: the daemon's public certificate and ours.
+static const char *s_curve_server;
+static const char *s_curve_cert;
+
+//  CURVE client settings on req from s_curve_*; 0, or an exit code.
+static int
+s_curve_apply (zsock_t *req)
+{
+    if (!s_curve_server && !s_curve_cert)
+        return 0;
+    if (!s_curve_server || !s_curve_cert) {
+        fprintf (stderr, "msgxctl: CURVE needs both --curve-server and --curve-cert\n");
+        return EXIT_USAGE;
+    }
+    zcert_t *server = zcert_load (s_curve_server);
+    zcert_t *client = zcert_load (s_curve_cert);
+    int code = 0;
+    if (!server || !client) {
+        fprintf (stderr, "msgxctl: cannot load the CURVE certificate %s\n", !server ? s_curve_server : s_curve_cert);
+        code = EXIT_USAGE;
+    }
+    else {
+        zcert_apply (client, req);
+        zsock_set_curve_serverkey (req, zcert_public_txt (server));
+    }
+    zcert_destroy (&server);
+    zcert_destroy (&client);
+    return code;
+}
+
 //  Returns the exit code; *reply_p gets the payload on 0 or 1.
 static int
 s_call (const char *endpoint, int timeout_ms, const s_verb_t *verb, const char *wire_verb,
@@ -319,7 +353,12 @@ s_call (const char *endpoint, int timeout_ms, const s_verb_t *verb, const char *
         return EXIT_UNREACHABLE;
     }
     zsock_set_linger (req, 0);
-    int code = 0;
+    int code = s_curve_apply (req);
+    if (code) {
+        zsock_destroy (&monitor);
+        zsock_destroy (&req);
+        return code;
+    }
     if (zsock_connect (req, "%s", endpoint) < 0) {
         s_complain ("cannot connect to %s: %s", endpoint, zmq_strerror (zmq_errno ()));
         code = EXIT_UNREACHABLE;
@@ -1321,8 +1360,16 @@ main (int argc, char **argv)
         { "json", no_argument, NULL, 'j' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
+        { "curve-server", required_argument, NULL, 'S' },
+        { "curve-cert", required_argument, NULL, 'C' },
         { NULL, 0, NULL, 0 }
     };
+    s_curve_server = getenv ("MSGXCTL_CURVE_SERVER");
+    s_curve_cert = getenv ("MSGXCTL_CURVE_CERT");
+    if (s_curve_server && !*s_curve_server)
+        s_curve_server = NULL;
+    if (s_curve_cert && !*s_curve_cert)
+        s_curve_cert = NULL;
     int opt;
     while ((opt = getopt_long (argc, argv, "+e:t:jh", options, NULL)) != -1) {
         switch (opt) {
@@ -1337,6 +1384,8 @@ main (int argc, char **argv)
                 break;
             }
             case 'j': json_out = true; break;
+            case 'S': s_curve_server = optarg; break;
+            case 'C': s_curve_cert = optarg; break;
             case 'h': s_usage (stdout); return 0;
             case 'V': printf ("msgxctl %s (commit %s)\n", MX_VERSION, MX_COMMIT); return 0;
             default:  s_usage (stderr); return EXIT_USAGE;

@@ -74,8 +74,14 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
         "msgxctl log-level debug processor (until the next reload or restart).",
     S_ADVICE (pg_conninfo) =
         "msgexchange's own database, never the mailbox. Keep the password out of this file: put it "
-        "in a pgpass file (the systemd unit sets PGPASSFILE=/etc/msgxd/pgpass) or give the whole "
-        "value in MSGX_PG_CONNINFO. msgxd adds connect_timeout=5 and TCP keepalives unless set here.",
+        "in a pgpass file (the systemd unit sets PGPASSFILE=/etc/msgxd/pgpass), or give the whole "
+        "value from a file (conninfo-file, MSGX_PG_CONNINFO_FILE) or in MSGX_PG_CONNINFO. prod needs "
+        "sslmode=verify-full (or verify-ca) with sslrootcert. msgxd adds connect_timeout=5 and TCP "
+        "keepalives unless set here.",
+    S_ADVICE (pg_allow_unverified) =
+        "Leave false: prod then refuses a conninfo below sslmode=verify-ca (PGSSLMODE counts when the "
+        "conninfo sets none). true only where PostgreSQL is reached over a network you trust; every "
+        "start logs a warning.",
     S_ADVICE (pg_statement_timeout) =
         "Raise only if a legitimate statement (history sweep, archive) is cancelled with "
         "'statement timeout' in the log; a hung database must still end as a counted failure.",
@@ -247,14 +253,53 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
         "AODB sends Authorization: Bearer <token>. Change it by replacing the file and restarting.",
     S_ADVICE (http_compat_allow) =
         "The AODB's addresses, e.g. 10.20.0.15/32; others get 403 before the token is looked at.",
+    S_ADVICE (kafka_security_protocol) =
+        "sasl_ssl or ssl in production (prod refuses the unencrypted ones unless allow-plaintext). "
+        "With sasl_ssl set sasl.mechanisms, sasl.username and the password (from a file: "
+        "sasl.password-file).",
+    S_ADVICE (kafka_security_allow_plaintext) =
+        "Leave false. true accepts plaintext or sasl_plaintext in prod, for brokers on a network "
+        "you trust; every start logs a warning.",
+    S_ADVICE (kafka_security_ssl_ca_location) =
+        "The CA of the brokers' certificates, readable by the msgx user; empty uses the system's CAs.",
+    S_ADVICE (kafka_security_ssl_certificate_location) =
+        "Only when the brokers authenticate clients by certificate (mutual TLS); set the key too.",
+    S_ADVICE (kafka_security_ssl_key_location) =
+        "The key of ssl.certificate.location, mode 0600 or 0640 group msgx.",
+    S_ADVICE (kafka_security_ssl_key_password) =
+        "Only for an encrypted key. Keep it out of this file: ssl.key.password-file names a file "
+        "holding it, or set MSGX_KAFKA_SECURITY_SSL_KEY_PASSWORD_FILE.",
+    S_ADVICE (kafka_security_ssl_endpoint_identification_algorithm) =
+        "Leave https: the broker's certificate must name the host in bootstrap-servers. none is "
+        "refused in prod.",
+    S_ADVICE (kafka_security_sasl_mechanisms) =
+        "What the brokers offer: SCRAM-SHA-512 or SCRAM-SHA-256 (the password never crosses the "
+        "network), PLAIN only inside TLS.",
+    S_ADVICE (kafka_security_sasl_username) =
+        "The producer account the Kafka team made for msgxd.",
+    S_ADVICE (kafka_security_sasl_password) =
+        "Keep it out of this file: sasl.password-file names a file holding it (mode 0600 or 0640 "
+        "group msgx), or set MSGX_KAFKA_SECURITY_SASL_PASSWORD_FILE in msgxd.env.",
     S_ADVICE (admin_endpoint) =
         "An ipc:// path is mode 0600 (only the msgx user and root connect; see admin.group); under "
         "systemd ipc:///run/msgxd/admin.sock, which msgxctl uses by default. tcp:// has no "
-        "authentication.",
+        "authentication of its own: it is refused unless on a loopback address (127.0.0.1, [::1]) "
+        "or with CURVE (admin.curve); the audit log then records the peer's address (and its "
+        "CURVE key) instead of its uid.",
     S_ADVICE (admin_group) =
         "msgx-admin (created by the package) lets its members run msgxctl without root: add "
         "operators with adduser NAME msgx-admin. The msgx user must be a member too, to hand the "
         "socket to the group.",
+    S_ADVICE (admin_curve_server_cert) =
+        "Only for a tcp:// admin endpoint reached from other hosts. Make the pair once with "
+        "zcert (czmq): FILE holds the public key, FILE_secret the secret one (mode 0640, group "
+        "msgx); hand FILE to the operators for msgxctl --curve-server.",
+    S_ADVICE (admin_curve_clients) =
+        "One public certificate file per operator (msgxctl --curve-cert FILE; FILE goes here, "
+        "FILE_secret stays with the operator). Removing a file revokes that client.",
+    S_ADVICE (admin_max_request_bytes) =
+        "Rarely changed: the largest request (replay --id with thousands of ids) is a few tens of "
+        "kilobytes.",
     S_ADVICE (mailbox_shared_mysql_enabled) =
         "true in production; false turns ingress, backfill, the compat entry and requests off.",
     S_ADVICE (mailbox_shared_mysql_host) =
@@ -264,8 +309,9 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
     S_ADVICE (mailbox_shared_mysql_user) =
         "An account allowed to read CMINMSGS, update its processed mark and insert into COUTMSGS.",
     S_ADVICE (mailbox_shared_mysql_password) =
-        "Keep it out of this file: set MAILBOX_SHARED_MYSQL_PASSWORD in the service's environment "
-        "file (mode 0600).",
+        "Keep it out of this file: password-file names a file holding it (mode 0600 or 0640 group "
+        "msgx), or set MAILBOX_SHARED_MYSQL_PASSWORD_FILE (or the password itself) in the service's "
+        "environment file (mode 0600).",
     S_ADVICE (mailbox_shared_mysql_database) =
         "The schema that holds CMINMSGS and COUTMSGS.",
     S_ADVICE (mailbox_shared_mysql_socket) =
@@ -278,6 +324,19 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
         "Rarely changed.",
     S_ADVICE (mailbox_shared_mysql_time_zone) =
         "The offset in which the AODB writes its DATETIME columns.",
+    S_ADVICE (mailbox_shared_mysql_ssl_mode) =
+        "verify-full in production: encrypted, the certificate checked against ssl-ca and the host "
+        "name. required encrypts without checking who answers; prod refuses it (and disabled) over "
+        "TCP unless allow-unverified.",
+    S_ADVICE (mailbox_shared_mysql_ssl_ca) =
+        "The CA of the mailbox server's certificate, from the AODB team.",
+    S_ADVICE (mailbox_shared_mysql_ssl_cert) =
+        "Only when the mailbox server requires client certificates (REQUIRE X509); set the key too.",
+    S_ADVICE (mailbox_shared_mysql_ssl_key) =
+        "The key of ssl-cert, mode 0600 or 0640 group msgx.",
+    S_ADVICE (mailbox_shared_mysql_allow_unverified) =
+        "Leave false. true accepts ssl-mode required or disabled in prod, for a mailbox on a network "
+        "you trust; every start logs a warning.",
     S_ADVICE (mailbox_processed_value) =
         "Agree it with the mailbox owner.",
     S_ADVICE (mailbox_outbound_routing_rqfd) =
@@ -299,14 +358,17 @@ static const s_sample_value_t s_dev_values [] = {
 
 static const s_sample_value_t s_prod_values [] = {
     { MX_CONFIG_IDX_profile, "prod", "refuses stubs and the mock cluster" },
-    { MX_CONFIG_IDX_pg_conninfo, "host=pg.example.internal port=5432 dbname=msgx user=msgx sslmode=require",
-      "placeholder host; the password in /etc/msgxd/pgpass" },
+    { MX_CONFIG_IDX_pg_conninfo,
+      "host=pg.example.internal port=5432 dbname=msgx user=msgx sslmode=verify-full sslrootcert=/etc/msgxd/tls/pg-ca.pem",
+      "placeholder host and CA; the password in /etc/msgxd/pgpass" },
     { MX_CONFIG_IDX_pipeline_autostart, "true", "a restart or takeover resumes by itself" },
     { MX_CONFIG_IDX_pipeline_late_detect_period, "5m", "watch released holes" },
     { MX_CONFIG_IDX_history_history_store_enabled, "true", "daily move of old flights" },
     { MX_CONFIG_IDX_kafka_bootstrap_servers,
       "kafka-1.example.internal:9092,kafka-2.example.internal:9092,kafka-3.example.internal:9092",
       "placeholder brokers" },
+    { MX_CONFIG_IDX_kafka_security_protocol, "ssl", "encrypted; sasl_ssl when the brokers want SASL" },
+    { MX_CONFIG_IDX_kafka_security_ssl_ca_location, "/etc/msgxd/tls/kafka-ca.pem", "placeholder CA" },
     { MX_CONFIG_IDX_http_bind, "0.0.0.0:8080", "reachable by Prometheus and the probes; firewall it" },
     { MX_CONFIG_IDX_http_compat_token_file, "/etc/msgxd/compat-token",
       "read only when compat.enabled = true; owner msgx, mode 0600" },
@@ -315,6 +377,8 @@ static const s_sample_value_t s_prod_values [] = {
     { MX_CONFIG_IDX_mailbox_shared_mysql_enabled, "true", "the real mailbox" },
     { MX_CONFIG_IDX_mailbox_shared_mysql_host, "aodb-mysql.example.internal", "placeholder host" },
     { MX_CONFIG_IDX_mailbox_shared_mysql_user, "msgx", "placeholder account" },
+    { MX_CONFIG_IDX_mailbox_shared_mysql_ssl_mode, "verify-full", "encrypted and verified" },
+    { MX_CONFIG_IDX_mailbox_shared_mysql_ssl_ca, "/etc/msgxd/tls/mailbox-ca.pem", "placeholder CA" },
 };
 
 #define S_WIDTH 80
