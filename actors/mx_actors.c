@@ -56,6 +56,7 @@ mx_actors_register_metrics (void)
     mx_delivery_events_failed ("KAFKA:msg");
     mx_delivery_events_failed ("KAFKA:schd");
     mx_processor_batch_size ();
+    mx_pump_crash_loop ();
     mx_processor_seconds ();
     mx_log_dropped_metric ();
 }

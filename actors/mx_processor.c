@@ -56,6 +56,22 @@ typedef struct {
     mx_text_t doc_state;
 } s_processor_t;
 
+static mx_processor_fault_fn *s_fault_hook;
+
+void
+mx_processor_set_fault_hook (mx_processor_fault_fn *hook)
+{
+    s_fault_hook = hook;
+}
+
+static void
+s_decode (const mx_apply_rules_t *rules, mx_apply_msg_t *m, bool present, const char *xml, size_t size)
+{
+    if (s_fault_hook && xml)
+        s_fault_hook (xml, size);
+    mx_apply_decode (rules, m, present, xml, size);
+}
+
 //  Flights kept between batches; past this the whole cache starts again.
 #define S_FLIGHTS_KEPT 8192
 
@@ -473,7 +489,7 @@ s_prepare_one (s_processor_t *self, mx_apply_msg_t *m, s_result_t *result)
         free (text);
         return false;
     }
-    mx_apply_decode (&rules, m, raw > 0, xml, size);
+    s_decode (&rules, m, raw > 0, xml, size);
     free (xml);
     if (!m->msg) {
         *result = s_record (self, m);
@@ -532,7 +548,7 @@ static void
 s_item_decode (s_processor_t *self, s_item_t *item)
 {
     mx_apply_rules_t rules = s_rules (self);
-    mx_apply_decode (&rules, &item->m, item->present, item->xml, item->size);
+    s_decode (&rules, &item->m, item->present, item->xml, item->size);
     item->stop = !s_bulk_settles (&item->m);
 }
 
@@ -884,18 +900,21 @@ s_pg (s_processor_t *self, char **error)
     return 0;
 }
 
-//  The ready messages after `after` (see mx_procstate_ready_after).
-static size_t
-s_next_ready (s_processor_t *self, int64_t after, int64_t *ids, size_t max)
+//  The messages of a batch given up without an outcome of theirs while the
+//  process runs on: their starts were no crash (mx_procstate_batch_unstart).
+static void
+s_unstart (s_processor_t *self, const int64_t *ids, size_t count)
 {
-    size_t count = 0;
     char *error = NULL;
-    if (mx_procstate_ready_after (self->pg, after, ids, max, &count, &error)) {
-        mx_warn (ACTOR, "cannot look for more ready messages: %s", error);
-        free (error);
-        return 0;
+    if (count == 0 || s_pg (self, &error) == 0) {
+        if (count > 0 && mx_procstate_batch_unstart (self->pg, ids, count, &error) == 0)
+            return;
     }
-    return count;
+    if (error) {
+        mx_warn (ACTOR, "cannot take back the starts of %zu messages from %" PRId64 " that were not reached: %s",
+                 count, ids [0], error);
+        free (error);
+    }
 }
 
 //  Returns the head's state name for the reply, or "UNKNOWN".
@@ -906,20 +925,29 @@ s_process_batch (s_processor_t *self, int64_t head)
     //  Where the time around the batch goes, for the debug log (us).
     int64_t at_start = zclock_usecs (), at_ready = 0, at_commit = 0;
     char *error = NULL;
-    if (s_pg (self, &error) || mx_pg_begin (self->pg, &error)) {
-        mx_warn (ACTOR, "PostgreSQL unusable: %s", error);
-        free (error);
-        return "UNKNOWN";
-    }
     size_t limit = (size_t) self->config->pipeline_process_batch;
     int64_t *ids = (int64_t *) calloc (limit + 1, sizeof (int64_t));
-    size_t count = 1, done = 0;
-    ids [0] = head;
+    assert (ids);
+    size_t count = 0, done = 0;
+    //  The starts are counted and committed before the work: a crash or a
+    //  hang on one of these messages leaves its start behind.
+    if (s_pg (self, &error) || mx_procstate_batch_start (self->pg, head, ids, limit, &count, &error)
+    ||  mx_pg_begin (self->pg, &error)) {
+        mx_warn (ACTOR, "PostgreSQL unusable: %s", error);
+        free (error);
+        s_unstart (self, ids, count);
+        free (ids);
+        return "UNKNOWN";
+    }
+    if (count == 0) {
+        ids [0] = head;         //  finished meanwhile: the one-message path says so
+        count = 1;
+    }
+    const size_t started_count = count;
+    at_ready = zclock_usecs ();
     mx_state_t head_state = MX_STATE_PENDING;
     bool broken = false;
     if (limit > 1) {
-        count += s_next_ready (self, head, ids + 1, limit - 1);
-        at_ready = zclock_usecs ();
         if (s_bulk (self, ids, count, &done)) {
             //  Roll back and redo the whole batch message by message.
             zlistx_purge (self->flights_owed);
@@ -931,6 +959,7 @@ s_process_batch (s_processor_t *self, int64_t head)
             if (s_pg (self, &error) || mx_pg_begin (self->pg, &error)) {
                 mx_warn (ACTOR, "PostgreSQL unusable: %s", error);
                 free (error);
+                s_unstart (self, ids, started_count);
                 free (ids);
                 return "UNKNOWN";
             }
@@ -943,7 +972,6 @@ s_process_batch (s_processor_t *self, int64_t head)
         else
             count = 1;          //  the head needs the message-by-message path; then back to bulk
     }
-    bool extend = limit > 1 ? false : true;
     while (done < count && !broken) {
         s_result_t outcome = s_process_one (self, ids [done]);
         if (outcome.step == S_BROKEN) {
@@ -955,16 +983,15 @@ s_process_batch (s_processor_t *self, int64_t head)
         done++;
         if (outcome.step == S_RETRY)
             break;                      //  a failed message ends the batch
-        if (extend && done == count && count < limit)
-            count += s_next_ready (self, ids [count - 1], ids + count, limit - count);
     }
     int64_t last = done ? ids [done - 1] : head;
-    free (ids);
     if (broken) {
         zlistx_purge (self->flights_owed);
         char *ignored = NULL;
         mx_pg_rollback (self->pg, &ignored);
         free (ignored);
+        s_unstart (self, ids, started_count);
+        free (ids);
         return "UNKNOWN";
     }
     //  A full batch says a backlog: the next messages are read and decoded
@@ -984,8 +1011,12 @@ s_process_batch (s_processor_t *self, int64_t head)
     if (commit_rc) {
         mx_warn (ACTOR, "commit of a batch of %zu failed, nothing of it stays: %s", done, error);
         free (error);
+        s_unstart (self, ids, started_count);
+        free (ids);
         return "UNKNOWN";
     }
+    s_unstart (self, ids + done, started_count - done);
+    free (ids);
     self->transactions++;
     self->processed += done;
     mx_metrics_histogram_observe (mx_processor_batch_size (), (double) done);

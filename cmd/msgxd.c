@@ -19,6 +19,10 @@
 #include "mx_log.h"
 #include "mx_version.h"
 
+#ifdef MX_TEST_HOOKS
+#include "mx_test_hooks.h"
+#endif
+
 #define ACTOR "main"
 #define CONFIG_ACTOR "config"
 #define SHUTDOWN_LIMIT_S 5
@@ -103,6 +107,13 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
     S_ADVICE (pipeline_head_deadline) =
         "Longest time one message may hold the FIFO head, whatever attempts remain. Lower it when a "
         "blocked FIFO costs more than a replay; raise it for long planned outages.",
+    S_ADVICE (pipeline_crash_loop_starts) =
+        "Each count is one death of msgxd (a crash, a kill, the watchdog) with the message in hand. "
+        "Keep it below the supervisor's start limit (systemd StartLimitBurst, 5 in the shipped unit), "
+        "or the unit gives up before the message is quarantined.",
+    S_ADVICE (pipeline_message_deadline) =
+        "Well above the slowest healthy batch (a full process-batch takes about a second); a hang "
+        "past it makes msgxd exit for its supervisor. Raise it with process-batch or statement-timeout.",
     S_ADVICE (pipeline_max_commit_delay) =
         "Must exceed the mailbox's longest delay between allocating an ID and committing its row: "
         "agree it with the mailbox owner. A row committed after its hole was released is only "
@@ -571,6 +582,13 @@ main (int argc, char **argv)
     sigaddset (&signals, SIGTERM);
     pthread_sigmask (SIG_BLOCK, &signals, NULL);
     signal (SIGPIPE, SIG_IGN);
+    //  An alarm bounds any stop in order: the shutdown's, or the pump's
+    //  after its processing watchdog fired on a hung processor.
+    struct sigaction watchdog = { .sa_handler = s_shutdown_watchdog };
+    sigaction (SIGALRM, &watchdog, NULL);
+#ifdef MX_TEST_HOOKS
+    mx_test_hooks_install ();
+#endif
     int signal_fd = signalfd (-1, &signals, SFD_CLOEXEC);
     if (signal_fd < 0) {
         mx_error (ACTOR, "signalfd: %s", strerror (errno));
@@ -656,8 +674,6 @@ main (int argc, char **argv)
                 zmsg_destroy (&rest);
             }
         }
-        struct sigaction watchdog = { .sa_handler = s_shutdown_watchdog };
-        sigaction (SIGALRM, &watchdog, NULL);
         alarm (SHUTDOWN_LIMIT_S);
         zactor_destroy (&control);
         alarm (0);

@@ -167,7 +167,7 @@ mx_procstate_insert_compat (PGconn *conn, int64_t msg_id, int64_t received_ms,
 //  Head and lifecycle
 
 #define S_ROW_COLUMNS "msg_id, state, attempts, " MS ("next_attempt_at") ", " MS ("processing_started_at") \
-                      ", " MS ("updated_at") ", " MS ("received_at") ", identity_key IS NOT NULL"
+                      ", " MS ("updated_at") ", " MS ("received_at") ", identity_key IS NOT NULL, starts"
 
 //  The S_ROW_COLUMNS of row 0, starting at column `at`.
 static void
@@ -181,6 +181,7 @@ s_row_read_at (PGresult *res, int at, mx_head_t *row)
     row->updated_at = mx_pg_get_int64 (res, 0, at + 5);
     row->received_at = mx_pg_get_int64 (res, 0, at + 6);
     row->identity_bound = strcmp (PQgetvalue (res, 0, at + 7), "t") == 0;
+    row->starts = (int) mx_pg_get_int64 (res, 0, at + 8);
 }
 
 static void
@@ -241,21 +242,69 @@ s_update (PGconn *conn, const char *sql, int nparams, const char *const *params,
 }
 
 int
-mx_procstate_ready_after (PGconn *conn, int64_t after, int64_t *ids, size_t max, size_t *count, char **error)
+mx_procstate_batch_start (PGconn *conn, int64_t head, int64_t *ids, size_t max, size_t *count, char **error)
 {
+    assert (max >= 1);
     *count = 0;
-    char after_text [MX_PG_INT64_BUFSIZE], limit [MX_PG_INT64_BUFSIZE];
-    const char *params [] = { mx_pg_int64_text (after, after_text), mx_pg_int64_text ((int64_t) max, limit) };
+    char head_text [MX_PG_INT64_BUFSIZE], limit [MX_PG_INT64_BUFSIZE];
+    const char *params [] = { mx_pg_int64_text (head, head_text), mx_pg_int64_text ((int64_t) max, limit) };
     PGresult *res = NULL;
     if (mx_pg_exec (conn,
-            "SELECT msg_id, state = 'PENDING' AND msg_id <= (SELECT committed_up_to FROM inbox_cursor)"
-            " FROM proc_state WHERE state IN ('PENDING', 'FAILED') AND msg_id > $1::bigint"
+            "SELECT msg_id, state = 'PENDING' AND msg_id <= (SELECT committed_up_to FROM inbox_cursor),"
+            " starts > attempts"
+            " FROM proc_state WHERE state IN ('PENDING', 'FAILED') AND msg_id >= $1::bigint"
             " ORDER BY msg_id LIMIT $2::bigint", 2, params, &res, error))
         return -1;
-    for (int row = 0; row < PQntuples (res) && strcmp (PQgetvalue (res, row, 1), "t") == 0; row++)
-        ids [(*count)++] = mx_pg_get_int64 (res, row, 0);
+    int rows = PQntuples (res);
+    if (rows > 0 && mx_pg_get_int64 (res, 0, 0) == head) {
+        ids [(*count)++] = head;
+        //  A suspect goes alone, and the batch stops before the next one.
+        bool head_suspect = strcmp (PQgetvalue (res, 0, 2), "t") == 0;
+        for (int row = 1; !head_suspect && row < rows; row++) {
+            if (strcmp (PQgetvalue (res, row, 1), "t") != 0 || strcmp (PQgetvalue (res, row, 2), "t") == 0)
+                break;
+            ids [(*count)++] = mx_pg_get_int64 (res, row, 0);
+        }
+    }
     PQclear (res);
-    return 0;
+    if (*count == 0)
+        return 0;
+    char *id_array = s_bigint_array (ids, *count, false);
+    const char *update_params [] = { id_array };
+    int rc = mx_pg_exec (conn, "UPDATE proc_state SET starts = starts + 1 WHERE msg_id = ANY ($1::bigint[])"
+                               " AND state IN ('PENDING', 'FAILED')", 1, update_params, NULL, error);
+    free (id_array);
+    if (rc)
+        *count = 0;
+    return rc;
+}
+
+int
+mx_procstate_batch_unstart (PGconn *conn, const int64_t *ids, size_t count, char **error)
+{
+    if (count == 0)
+        return 0;
+    char *id_array = s_bigint_array (ids, count, false);
+    const char *params [] = { id_array };
+    int rc = mx_pg_exec (conn, "UPDATE proc_state SET starts = starts - 1 WHERE msg_id = ANY ($1::bigint[])"
+                               " AND state IN ('PENDING', 'FAILED') AND starts > 0", 1, params, NULL, error);
+    free (id_array);
+    return rc;
+}
+
+int
+mx_procstate_crash_loop (PGconn *conn, int64_t msg_id, int starts, int64_t now_ms, char **error)
+{
+    char id [MX_PG_INT64_BUFSIZE], now [MX_PG_INT64_BUFSIZE], starts_text [MX_PG_INT64_BUFSIZE];
+    const char *params [] = {
+        mx_pg_int64_text (msg_id, id), mx_pg_int64_text (now_ms, now), mx_pg_int64_text (starts, starts_text)
+    };
+    return s_update (conn,
+        "UPDATE proc_state SET state = 'DEAD', error_class = 'EXHAUSTED',"
+        " last_error = 'crash-loop: started ' || $3 || ' times without an outcome (the process died or hung on it)',"
+        " next_attempt_at = NULL, outcome = NULL, " S_TERMINAL_SET
+        " WHERE msg_id = $1 AND state IN ('PENDING', 'FAILED')",
+        3, params, error);
 }
 
 int
@@ -440,7 +489,7 @@ mx_procstate_replay (PGconn *conn, mx_error_class_t error_class, const int64_t *
     //  Row locks make this wait for a backfill that holds the row, and make
     //  a later backfill see the row PENDING (and so not mark it).
     int rc = mx_pg_exec (conn,
-        "UPDATE proc_state SET state = 'PENDING', attempts = 0, next_attempt_at = NULL,"
+        "UPDATE proc_state SET state = 'PENDING', attempts = 0, starts = 0, next_attempt_at = NULL,"
         " processing_started_at = NULL, backfill_next_at = NULL, backfill_attempts = 0,"
         " backfill_error = NULL, backfill_abandoned_at = NULL, backfill_abandoned_reason = NULL,"
         " finished_at = NULL, outcome = NULL, updated_at = " TS (3)

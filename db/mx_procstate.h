@@ -78,6 +78,7 @@ typedef struct {
     int64_t updated_at;
     int64_t received_at;
     bool identity_bound;
+    int starts;                 //  processing starts; starts - attempts never reached an outcome
 } mx_head_t;
 
 //  Lowest PENDING/FAILED row and the watermark W, read in ONE statement
@@ -88,11 +89,21 @@ int mx_procstate_head (PGconn *conn, mx_head_t *head, int64_t *w, char **error);
 //  The same, for one row (any state). Returns 1 found, 0 none, -1.
 int mx_procstate_get (PGconn *conn, int64_t msg_id, mx_head_t *row, char **error);
 
-//  The messages ready after `after`: PENDING rows in msg_id order up to
-//  W, stopping at the first FAILED one (it holds the FIFO), at most max.
-//  *count gets how many went into ids.
-int mx_procstate_ready_after (PGconn *conn, int64_t after, int64_t *ids, size_t max, size_t *count,
+//  The batch a PROCESS of `head` takes, counted before any work: the head,
+//  then the ready messages after it (PENDING, <= W, in order, stopping at
+//  the first FAILED one or the first suspect, i.e. starts > attempts),
+//  at most max in all; a suspect head goes alone. starts + 1 for each, in
+//  one autocommitted statement: a crash or hang during the work leaves it
+//  counted. *count 0 when the head is not PENDING/FAILED any more.
+int mx_procstate_batch_start (PGconn *conn, int64_t head, int64_t *ids, size_t max, size_t *count,
                               char **error);
+//  starts - 1 for the messages of a batch the process gave up without
+//  an outcome of theirs while it kept running (rolled back, not reached):
+//  no crash of theirs.
+int mx_procstate_batch_unstart (PGconn *conn, const int64_t *ids, size_t count, char **error);
+//  A crash-looping head: DEAD(EXHAUSTED) "crash-loop: ..." with the intent.
+//  Returns 1 written, 0 not PENDING/FAILED any more, -1.
+int mx_procstate_crash_loop (PGconn *conn, int64_t msg_id, int starts, int64_t now_ms, char **error);
 
 //  processing_started_at = now, the first time only.
 int mx_procstate_mark_started (PGconn *conn, int64_t msg_id, int64_t now_ms, char **error);
