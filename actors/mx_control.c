@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include "mx_admin.h"
 #include "mx_instance_lock.h"
 #include "mx_log.h"
 #include "mx_migrate.h"
@@ -487,28 +488,20 @@ s_handle_admin (s_control_t *self)
         zmsg_destroy (&request);
         return;
     }
-    char *verb = zmsg_popstr (request);
-    char *args_text = zmsg_popstr (request);
-    json_error_t json_error;
-    json_t *args = args_text ? json_loads (args_text, 0, &json_error) : NULL;
-    mx_admin_t admin = mx_admin_lookup (verb);
-
-    if (!verb || !args || !json_is_object (args) || zmsg_size (request) != 0) {
-        s_admin_reply (self, &identity, "ERR", "malformed request: expected verb + one JSON object of arguments");
-        mx_warn (ACTOR, "malformed admin request");
-    }
-    else
-    if (admin == MX_ADMIN_UNKNOWN) {
-        char *why = zsys_sprintf ("unknown command '%.64s'", verb);
-        s_admin_reply (self, &identity, "ERR", why);
-        free (why);
+    mx_admin_request_t decoded;
+    char *refused = mx_admin_request_decode (request, &decoded);
+    mx_admin_t admin = decoded.verb;
+    if (refused) {
+        s_admin_reply (self, &identity, "ERR", refused);
+        mx_warn (ACTOR, "admin request refused: %s", refused);
+        free (refused);
     }
     else
     if (self->role != ROLE_ACTIVE && !mx_admin_on_standby (admin))
         s_admin_reply (self, &identity, "ERR", "this instance is not active (standby): send the command to the active instance");
     else
     if (strcmp (mx_admin_owner (admin), "control") != 0)
-        s_admin_route (self, &identity, admin, args_text);
+        s_admin_route (self, &identity, admin, decoded.args_text);
     else {
         assert (admin == MX_ADMIN_PAUSE || admin == MX_ADMIN_RESUME);
         bool pause = admin == MX_ADMIN_PAUSE;
@@ -520,9 +513,7 @@ s_handle_admin (s_control_t *self)
         s_admin_reply_json (self, &identity, json_pack ("{s:b}", "paused", self->paused));
     }
     zframe_destroy (&identity);
-    json_decref (args);
-    free (verb);
-    free (args_text);
+    mx_admin_request_reset (&decoded);
     zmsg_destroy (&request);
 }
 

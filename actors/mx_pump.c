@@ -12,6 +12,7 @@
 #include <assert.h>
 #include <unistd.h>
 
+#include "mx_admin.h"
 #include "mx_flight_repo.h"
 #include "mx_log.h"
 #include "mx_mailbox.h"
@@ -257,7 +258,7 @@ s_replay (s_pump_t *self, json_t *args, bool *ok)
     }
     size_t count;
     int64_t *ids;
-    char *refused = mx_actor_admin_ids (id_list, "replay --id", "message", &ids, &count);
+    char *refused = mx_admin_ids (id_list, "replay --id", "message", &ids, &count);
     if (refused)
         return refused;
     if (!dry_run && !yes) {
