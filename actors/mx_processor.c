@@ -51,6 +51,7 @@ typedef struct {
     zhashx_t *flights;          //  flid -> mx_flight_t as committed by a batch of ours
     zlistx_t *flights_owed;     //  flight states of the open batch, for `flights` at commit
     s_ahead_t *ahead;           //  the next messages, decoded
+    bool backlog;               //  the last bulk batch was full: more is ready behind it
     int64_t replied_at;         //  zclock_usecs of the last PROCESSED, for the debug log
     mx_text_t doc_msg;          //  a change's documents, the buffers kept from one to the next
     mx_text_t doc_state;
@@ -193,6 +194,7 @@ typedef struct {
 
 struct s_ahead_t {
     int64_t after;              //  the rows read come after this id
+    int64_t until;              //  ... and before this one (the byte budget may stop early)
     int64_t read_at;            //  zclock_mono
     mx_mailbox_text_t *raw;
     size_t raw_count;
@@ -582,7 +584,8 @@ s_ahead_read (s_processor_t *self, int64_t last)
     char *error = NULL;
     if (mx_mailbox_read_range (self->mailbox, last + 1, last + self->config->pipeline_process_batch,
                                (size_t) self->config->codec_max_message_bytes,
-                               &ahead->raw, &ahead->raw_count, &error)) {
+                               (size_t) self->config->pipeline_batch_bytes,
+                               &ahead->raw, &ahead->raw_count, &ahead->until, &error)) {
         mx_debug (ACTOR, "no read-ahead after %" PRId64 ": %s", last, error);
         free (error);
         s_ahead_destroy (&ahead);
@@ -615,20 +618,32 @@ s_ahead_decode (s_processor_t *self, PGconn *until)
     }
 }
 
-//  True when the read-ahead holds every one of ids (a batch's, ascending).
-static bool
+//  How many of ids (a batch's, ascending) the read-ahead answers: those
+//  before where it stopped, each of which it must hold; 0 when it does not
+//  serve this batch.
+static size_t
 s_ahead_covers (const s_ahead_t *ahead, const int64_t *ids, size_t count)
 {
-    if (!ahead || zclock_mono () - ahead->read_at > S_AHEAD_FRESH_MS)
-        return false;
-    size_t r = 0;
-    for (size_t i = 0; i < count; i++) {
+    if (!ahead || zclock_mono () - ahead->read_at > S_AHEAD_FRESH_MS || ids [0] <= ahead->after)
+        return 0;
+    size_t r = 0, i;
+    for (i = 0; i < count && ids [i] < ahead->until; i++) {
         while (r < ahead->raw_count && ahead->raw [r].id < ids [i])
             r++;
         if (r == ahead->raw_count || ahead->raw [r].id != ids [i])
-            return false;
+            return 0;
     }
-    return true;
+    return i;
+}
+
+//  How many of ids come before `until`.
+static size_t
+s_ids_before (const int64_t *ids, size_t count, int64_t until)
+{
+    size_t i = 0;
+    while (i < count && ids [i] < until)
+        i++;
+    return i;
 }
 
 //  A batch in the bulk path: what it holds from read to write.
@@ -644,6 +659,7 @@ typedef struct {
     s_ahead_t *ahead;           //  the read-ahead, when it holds the batch
     mx_flightset_t *flights;
     int64_t now;
+    bool full;                  //  more is ready behind it (a full or byte-bounded batch)
     int64_t phase [9];          //  where its time goes, for the debug log (us)
 } s_bulk_t;
 
@@ -663,12 +679,14 @@ s_bulk_destroy (s_bulk_t *bulk)
     mx_flightset_destroy (&bulk->flights);
 }
 
-//  The rows' states and the raw texts: decoded already if the read-ahead
-//  holds the batch.
+//  The raw texts, decoded already if the read-ahead holds the batch, and
+//  the rows' states. The byte budget may shorten the batch (bulk->count):
+//  the rest comes with the next PROCESS.
 static int
 s_bulk_read (s_processor_t *self, s_bulk_t *bulk, char **error)
 {
-    bool covered = s_ahead_covers (self->ahead, bulk->ids, bulk->count);
+    size_t asked = bulk->count;
+    size_t covered = s_ahead_covers (self->ahead, bulk->ids, bulk->count);
     if (covered)
         s_ahead_decode (self, NULL);
     bulk->ahead = self->ahead;
@@ -676,17 +694,22 @@ s_bulk_read (s_processor_t *self, s_bulk_t *bulk, char **error)
     if (!covered)
         s_ahead_destroy (&bulk->ahead);
     else {
+        bulk->count = covered;
         bulk->raw = bulk->ahead->raw;
         bulk->raw_count = bulk->ahead->raw_count;
         bulk->ahead->raw = NULL;
     }
-    if (mx_bulk_start (self->pg, bulk->ids, bulk->count, bulk->states, bulk->attempts, error))
-        return -1;
-    if (!bulk->ahead)
-        return mx_mailbox_read_range (self->mailbox, bulk->ids [0], bulk->ids [bulk->count - 1],
-                                      (size_t) self->config->codec_max_message_bytes,
-                                      &bulk->raw, &bulk->raw_count, error);
-    return 0;
+    if (!bulk->ahead) {
+        int64_t until = 0;
+        if (mx_mailbox_read_range (self->mailbox, bulk->ids [0], bulk->ids [bulk->count - 1],
+                                   (size_t) self->config->codec_max_message_bytes,
+                                   (size_t) self->config->pipeline_batch_bytes,
+                                   &bulk->raw, &bulk->raw_count, &until, error))
+            return -1;
+        bulk->count = s_ids_before (bulk->ids, bulk->count, until);
+    }
+    bulk->full = bulk->count < asked || asked == (size_t) self->config->pipeline_process_batch;
+    return mx_bulk_start (self->pg, bulk->ids, bulk->count, bulk->states, bulk->attempts, error);
 }
 
 //  Decode in order, up to the first message the bulk path cannot settle
@@ -770,7 +793,7 @@ s_bulk_states (s_processor_t *self, s_bulk_t *bulk, char **error)
     }
     int rc = mx_bulk_finish_send (self->pg, rows, prefix, bulk->now, error);
     if (rc == 0) {
-        if (prefix == (size_t) self->config->pipeline_process_batch) {
+        if (prefix == bulk->count && bulk->full) {
             s_ahead_read (self, bulk->ids [prefix - 1]);
             s_ahead_decode (self, self->pg);
         }
@@ -841,6 +864,7 @@ static int
 s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
 {
     *applied = 0;
+    self->backlog = false;
     char *error = NULL;
     s_bulk_t bulk = {
         .ids = ids, .count = count, .now = mx_clock_now (self->clock),
@@ -869,6 +893,7 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
             s_bulk_report (&bulk);
             s_flights_owed (self, bulk.flights);
             *applied = bulk.prefix;
+            self->backlog = bulk.full && bulk.prefix == bulk.count;
         }
     }
     free (error);
@@ -900,21 +925,19 @@ s_pg (s_processor_t *self, char **error)
     return 0;
 }
 
-//  The messages of a batch given up without an outcome of theirs while the
-//  process runs on: their starts were no crash (mx_procstate_batch_unstart).
+//  A batch given up while the process runs on (rolled back, or never
+//  begun): its start was no crash, so its proc_start row goes.
 static void
-s_unstart (s_processor_t *self, const int64_t *ids, size_t count)
+s_batch_abandoned (s_processor_t *self, int64_t journal)
 {
     char *error = NULL;
-    if (count == 0 || s_pg (self, &error) == 0) {
-        if (count > 0 && mx_procstate_batch_unstart (self->pg, ids, count, &error) == 0)
-            return;
-    }
-    if (error) {
-        mx_warn (ACTOR, "cannot take back the starts of %zu messages from %" PRId64 " that were not reached: %s",
-                 count, ids [0], error);
-        free (error);
-    }
+    if (journal == 0)
+        return;
+    if (s_pg (self, &error) == 0 && mx_procstate_batch_end (self->pg, journal, &error) == 0)
+        return;
+    mx_warn (ACTOR, "cannot delete the start record %" PRId64 " of a batch given up: %s; its messages will count"
+             " one unfinished start", journal, error);
+    free (error);
 }
 
 //  Returns the head's state name for the reply, or "UNKNOWN".
@@ -929,13 +952,15 @@ s_process_batch (s_processor_t *self, int64_t head)
     int64_t *ids = (int64_t *) calloc (limit + 1, sizeof (int64_t));
     assert (ids);
     size_t count = 0, done = 0;
-    //  The starts are counted and committed before the work: a crash or a
-    //  hang on one of these messages leaves its start behind.
-    if (s_pg (self, &error) || mx_procstate_batch_start (self->pg, head, ids, limit, &count, &error)
+    int64_t journal = 0;
+    //  The start is recorded and committed before the work: a crash or a
+    //  hang during this batch leaves it behind.
+    if (s_pg (self, &error)
+    ||  mx_procstate_batch_start (self->pg, head, ids, limit, &count, mx_clock_now (self->clock), &journal, &error)
     ||  mx_pg_begin (self->pg, &error)) {
         mx_warn (ACTOR, "PostgreSQL unusable: %s", error);
         free (error);
-        s_unstart (self, ids, count);
+        s_batch_abandoned (self, journal);
         free (ids);
         return "UNKNOWN";
     }
@@ -943,7 +968,6 @@ s_process_batch (s_processor_t *self, int64_t head)
         ids [0] = head;         //  finished meanwhile: the one-message path says so
         count = 1;
     }
-    const size_t started_count = count;
     at_ready = zclock_usecs ();
     mx_state_t head_state = MX_STATE_PENDING;
     bool broken = false;
@@ -959,7 +983,7 @@ s_process_batch (s_processor_t *self, int64_t head)
             if (s_pg (self, &error) || mx_pg_begin (self->pg, &error)) {
                 mx_warn (ACTOR, "PostgreSQL unusable: %s", error);
                 free (error);
-                s_unstart (self, ids, started_count);
+                s_batch_abandoned (self, journal);
                 free (ids);
                 return "UNKNOWN";
             }
@@ -990,7 +1014,20 @@ s_process_batch (s_processor_t *self, int64_t head)
         char *ignored = NULL;
         mx_pg_rollback (self->pg, &ignored);
         free (ignored);
-        s_unstart (self, ids, started_count);
+        s_batch_abandoned (self, journal);
+        free (ids);
+        return "UNKNOWN";
+    }
+    //  The start record goes with the outcomes.
+    if (journal && mx_procstate_batch_end (self->pg, journal, &error)) {
+        mx_warn (ACTOR, "cannot delete the start record of the batch at %" PRId64 ": %s; it rolls back", head, error);
+        free (error);
+        error = NULL;
+        zlistx_purge (self->flights_owed);
+        char *ignored = NULL;
+        mx_pg_rollback (self->pg, &ignored);
+        free (ignored);
+        s_batch_abandoned (self, journal);
         free (ids);
         return "UNKNOWN";
     }
@@ -999,7 +1036,7 @@ s_process_batch (s_processor_t *self, int64_t head)
     at_commit = zclock_usecs ();
     int commit_rc = mx_pg_commit_send (self->pg, &error);
     if (commit_rc == 0) {
-        if (limit > 1 && done == limit && !(self->ahead && self->ahead->after == last))
+        if (limit > 1 && (done == limit || self->backlog) && !(self->ahead && self->ahead->after == last))
             s_ahead_read (self, last);
         s_ahead_decode (self, self->pg);
         commit_rc = mx_pg_commit_result (self->pg, &error);
@@ -1011,11 +1048,10 @@ s_process_batch (s_processor_t *self, int64_t head)
     if (commit_rc) {
         mx_warn (ACTOR, "commit of a batch of %zu failed, nothing of it stays: %s", done, error);
         free (error);
-        s_unstart (self, ids, started_count);
+        s_batch_abandoned (self, journal);
         free (ids);
         return "UNKNOWN";
     }
-    s_unstart (self, ids + done, started_count - done);
     free (ids);
     self->transactions++;
     self->processed += done;

@@ -68,6 +68,18 @@ s_tick (s_pump_t *self)
             return;
         }
         char *error = NULL;
+        //  Batches an earlier life of msgxd started and never finished:
+        //  counted against their messages before the head is looked at.
+        int counted = 0;
+        if (mx_procstate_settle_starts (self->pg, &counted, &error)) {
+            mx_problem_report (&self->problem, "cannot count the starts of unfinished batches", error);
+            s_later (self, self->config->pipeline_poll_interval);
+            return;
+        }
+        if (counted > 0)
+            mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:i}", "messages", counted),
+                         "msgxd ended during the processing of %d message%s: one unfinished start counted for each;"
+                         " they are processed one at a time now", counted, counted == 1 ? "" : "s");
         mx_head_t head;
         mx_cursor_t cursor = { 0 };
         int found = mx_procstate_head (self->pg, &head, &cursor.w, &error);
@@ -98,8 +110,8 @@ s_tick (s_pump_t *self)
         int64_t now = mx_clock_now (self->clock);
         //  3a. Crash loop: started this often without an outcome, the
         //  process died or hung on it each time; the FIFO goes on.
-        if (head.starts - head.attempts >= self->config->pipeline_crash_loop_starts) {
-            int rc = mx_procstate_crash_loop (self->pg, head.msg_id, head.starts - head.attempts, now, &error);
+        if (head.starts >= self->config->pipeline_crash_loop_starts) {
+            int rc = mx_procstate_crash_loop (self->pg, head.msg_id, head.starts, now, &error);
             if (rc < 0) {
                 mx_problem_report (&self->problem, "cannot quarantine a crash-looping head", error);
                 s_later (self, self->config->pipeline_poll_interval);
@@ -107,10 +119,10 @@ s_tick (s_pump_t *self)
             }
             mx_log_emit (MX_LOG_ERROR, ACTOR,
                          json_pack ("{s:I,s:s,s:s,s:i}", "msg_id", (json_int_t) head.msg_id, "state", "DEAD",
-                                    "error_class", "EXHAUSTED", "starts", head.starts - head.attempts),
+                                    "error_class", "EXHAUSTED", "starts", head.starts),
                          "%" PRId64 " DEAD(EXHAUSTED): crash-loop: started %d times without an outcome; quarantined,"
                          " the FIFO goes on (msgxctl show %" PRId64 ", then replay --id %" PRId64 " once fixed)",
-                         head.msg_id, head.starts - head.attempts, head.msg_id, head.msg_id);
+                         head.msg_id, head.starts, head.msg_id, head.msg_id);
             if (rc == 1) {
                 mx_metrics_add (mx_pump_crash_loop (), 1);
                 mx_metrics_add (mx_processor_messages_dead ("EXHAUSTED"), 1);

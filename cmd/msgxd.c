@@ -142,6 +142,9 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
         "Only a backlog fills a batch (a batch of 2000 takes about a third of a second); lower it "
         "(e.g. 50) if long transactions hurt other users of the database, 1 to rule batching out "
         "while diagnosing. At most 10000.",
+    S_ADVICE (pipeline_batch_bytes) =
+        "Bounds the processor's memory: a batch and its read-ahead hold at most this much raw text "
+        "(their decoded state is a few times less). Raise only with memory to spare and large messages.",
     S_ADVICE (pipeline_cutover_watermark) =
         "Set it only for the first start of a fresh instance, then empty it again: min = every row "
         "now in the mailbox, zero = from ID 1 with the hole rules, max = only rows arriving from now "

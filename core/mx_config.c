@@ -1386,6 +1386,7 @@ s_check_pipeline (const mx_config_t *self, zlist_t *problems)
                    "must not be below msgx.pipeline.backfill-backoff");
     s_int_range (self, problems, S_IDX (pipeline_delivery_batch), 1, INT64_MAX);
     s_int_range (self, problems, S_IDX (pipeline_process_batch), 1, 10000);
+    s_int_range (self, problems, S_IDX (pipeline_batch_bytes), 65536, INT64_MAX);
     s_int_range (self, problems, S_IDX (pipeline_delivery_drain_rounds), 1, INT64_MAX);
     s_check_cutover (self, problems);
     s_int_range (self, problems, S_IDX (pipeline_late_detect_batch), 1, INT64_MAX);

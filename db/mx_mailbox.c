@@ -564,6 +564,9 @@ mx_mailbox_read (mx_mailbox_t *self, int64_t id, size_t max_bytes,
 typedef struct {
     long long from, to;
     long long max_bytes;
+    size_t budget;                  //  bytes of text read at most (one row always)
+    size_t used;
+    int64_t until;                  //  the first id not read: to + 1 when all were
     mx_mailbox_text_t *rows;
     size_t count;
 } s_read_range_t;
@@ -583,6 +586,8 @@ s_read_range (mx_mailbox_t *self, void *args_, char **error)
 {
     s_read_range_t *args = (s_read_range_t *) args_;
     s_read_range_reset (args);
+    args->used = 0;
+    args->until = (int64_t) args->to + 1;
     MYSQL_BIND params [3];
     s_bind_longlong (&params [0], &args->max_bytes, NULL);
     s_bind_longlong (&params [1], &args->from, NULL);
@@ -613,6 +618,14 @@ s_read_range (mx_mailbox_t *self, void *args_, char **error)
             rc = s_stmt_failed (self, stmt, S_READ_RANGE, error);
             break;
         }
+        //  The byte budget: the rest is read by the next batch (the rows
+        //  left in the result are discarded with it).
+        size_t text_size = text_null || length_null ? 0 : (size_t) length;
+        if (args->count > 0 && args->used + text_size > args->budget) {
+            args->until = (int64_t) id;
+            break;
+        }
+        args->used += text_size;
         if (args->count == capacity) {
             capacity = capacity ? 2 * capacity : 256;
             mx_mailbox_text_t *grown = (mx_mailbox_text_t *) realloc (args->rows, capacity * sizeof (mx_mailbox_text_t));
@@ -658,18 +671,21 @@ s_read_range (mx_mailbox_t *self, void *args_, char **error)
 }
 
 int
-mx_mailbox_read_range (mx_mailbox_t *self, int64_t from, int64_t to, size_t max_bytes,
-                       mx_mailbox_text_t **rows, size_t *count, char **error)
+mx_mailbox_read_range (mx_mailbox_t *self, int64_t from, int64_t to, size_t max_bytes, size_t budget,
+                       mx_mailbox_text_t **rows, size_t *count, int64_t *until, char **error)
 {
     assert (self && rows && count);
     assert (from <= to);
     s_read_range_t args = {
         .from = from, .to = to,
-        .max_bytes = max_bytes > (size_t) LLONG_MAX ? LLONG_MAX : (long long) max_bytes
+        .max_bytes = max_bytes > (size_t) LLONG_MAX ? LLONG_MAX : (long long) max_bytes,
+        .budget = budget
     };
     int rc = s_run (self, s_read_range, &args, S_RETRY_ONCE, error);
     *rows = args.rows;
     *count = args.count;
+    if (until)
+        *until = args.until;
     return rc;
 }
 

@@ -125,16 +125,19 @@ const char *
     mx_mailbox_failure_name (mx_mailbox_failure_t failure);
 
 //  Raw text of every row with from <= CMINMSGS_ID <= to, ascending, in one
-//  query (the processor's batches). *rows is malloc'd (free each xml, then
-//  the array); a row larger than max_bytes has xml NULL and its real size.
+//  query (the processor's batches), up to `budget` bytes of text in all:
+//  the first row always, then no row that would pass it. *until (may be
+//  NULL) gets the first id not read: to + 1 when the range was read whole.
+//  *rows is malloc'd (free each xml, then the array); a row larger than
+//  max_bytes has xml NULL and its real size (it costs no budget).
 typedef struct {
     int64_t id;
     char *xml;
     size_t size;
 } mx_mailbox_text_t;
 
-int mx_mailbox_read_range (mx_mailbox_t *self, int64_t from, int64_t to, size_t max_bytes,
-                           mx_mailbox_text_t **rows, size_t *count, char **error);
+int mx_mailbox_read_range (mx_mailbox_t *self, int64_t from, int64_t to, size_t max_bytes, size_t budget,
+                           mx_mailbox_text_t **rows, size_t *count, int64_t *until, char **error);
 
 //  ---------------------------------------------------------------------
 //  Outbound requests (COUTMSGS, WIRE.md §1 and §9)

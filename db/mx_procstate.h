@@ -78,7 +78,7 @@ typedef struct {
     int64_t updated_at;
     int64_t received_at;
     bool identity_bound;
-    int starts;                 //  processing starts; starts - attempts never reached an outcome
+    int starts;                 //  unfinished starts (proc_suspect): msgxd ended during its batch
 } mx_head_t;
 
 //  Lowest PENDING/FAILED row and the watermark W, read in ONE statement
@@ -89,18 +89,22 @@ int mx_procstate_head (PGconn *conn, mx_head_t *head, int64_t *w, char **error);
 //  The same, for one row (any state). Returns 1 found, 0 none, -1.
 int mx_procstate_get (PGconn *conn, int64_t msg_id, mx_head_t *row, char **error);
 
-//  The batch a PROCESS of `head` takes, counted before any work: the head,
-//  then the ready messages after it (PENDING, <= W, in order, stopping at
-//  the first FAILED one or the first suspect, i.e. starts > attempts),
-//  at most max in all; a suspect head goes alone. starts + 1 for each, in
-//  one autocommitted statement: a crash or hang during the work leaves it
-//  counted. *count 0 when the head is not PENDING/FAILED any more.
+//  The batch a PROCESS of `head` takes, recorded before any work: the
+//  head, then the ready messages after it (PENDING, <= W, in order,
+//  stopping at the first FAILED one or the first suspect), at
+//  most max in all; a suspect (a proc_suspect row) head goes alone. A proc_start row of the
+//  range is committed (*journal its id): a crash or a hang during the work
+//  leaves it behind. *count 0 when the head is not PENDING/FAILED any more.
 int mx_procstate_batch_start (PGconn *conn, int64_t head, int64_t *ids, size_t max, size_t *count,
-                              char **error);
-//  starts - 1 for the messages of a batch the process gave up without
-//  an outcome of theirs while it kept running (rolled back, not reached):
-//  no crash of theirs.
-int mx_procstate_batch_unstart (PGconn *conn, const int64_t *ids, size_t count, char **error);
+                              int64_t now_ms, int64_t *journal, char **error);
+//  The batch's proc_start row deleted: inside its business transaction (it
+//  goes with the outcomes), or after a rollback while the process runs on.
+int mx_procstate_batch_end (PGconn *conn, int64_t journal, char **error);
+//  The proc_start rows left behind by an earlier life of msgxd: one
+//  unfinished start in proc_suspect for each PENDING/FAILED message of each
+//  range, the rows deleted, in one statement. Called only while no batch is in flight. *counted gets the
+//  messages counted.
+int mx_procstate_settle_starts (PGconn *conn, int *counted, char **error);
 //  A crash-looping head: DEAD(EXHAUSTED) "crash-loop: ..." with the intent.
 //  Returns 1 written, 0 not PENDING/FAILED any more, -1.
 int mx_procstate_crash_loop (PGconn *conn, int64_t msg_id, int starts, int64_t now_ms, char **error);
