@@ -17,6 +17,7 @@
 #include "mx_processor.h"
 
 #include <assert.h>
+#include <malloc.h>
 
 #include "mx_apply.h"
 #include "mx_bulk.h"
@@ -51,7 +52,7 @@ typedef struct {
     zhashx_t *flights;          //  flid -> mx_flight_t as committed by a batch of ours
     zlistx_t *flights_owed;     //  flight states of the open batch, for `flights` at commit
     s_ahead_t *ahead;           //  the next messages, decoded
-    bool backlog;               //  the last bulk batch was full: more is ready behind it
+    bool trim;                  //  a large message was decoded: give freed memory back
     int64_t replied_at;         //  zclock_usecs of the last PROCESSED, for the debug log
     mx_text_t doc_msg;          //  a change's documents, the buffers kept from one to the next
     mx_text_t doc_state;
@@ -65,11 +66,19 @@ mx_processor_set_fault_hook (mx_processor_fault_fn *hook)
     s_fault_hook = hook;
 }
 
+//  A message this large leaves freed memory behind in the allocator (its
+//  text, its parsed tree: some 30 times its size), given back to the
+//  system after the batch.
+#define S_TRIM_AFTER_BYTES ((size_t) 1 << 20)
+
 static void
-s_decode (const mx_apply_rules_t *rules, mx_apply_msg_t *m, bool present, const char *xml, size_t size)
+s_decode (s_processor_t *self, const mx_apply_rules_t *rules, mx_apply_msg_t *m, bool present, const char *xml,
+          size_t size)
 {
     if (s_fault_hook && xml)
         s_fault_hook (xml, size);
+    if (xml && size >= S_TRIM_AFTER_BYTES)
+        self->trim = true;
     mx_apply_decode (rules, m, present, xml, size);
 }
 
@@ -491,7 +500,7 @@ s_prepare_one (s_processor_t *self, mx_apply_msg_t *m, s_result_t *result)
         free (text);
         return false;
     }
-    s_decode (&rules, m, raw > 0, xml, size);
+    s_decode (self, &rules, m, raw > 0, xml, size);
     free (xml);
     if (!m->msg) {
         *result = s_record (self, m);
@@ -550,7 +559,7 @@ static void
 s_item_decode (s_processor_t *self, s_item_t *item)
 {
     mx_apply_rules_t rules = s_rules (self);
-    s_decode (&rules, &item->m, item->present, item->xml, item->size);
+    s_decode (self, &rules, &item->m, item->present, item->xml, item->size);
     item->stop = !s_bulk_settles (&item->m);
 }
 
@@ -659,7 +668,6 @@ typedef struct {
     s_ahead_t *ahead;           //  the read-ahead, when it holds the batch
     mx_flightset_t *flights;
     int64_t now;
-    bool full;                  //  more is ready behind it (a full or byte-bounded batch)
     int64_t phase [9];          //  where its time goes, for the debug log (us)
 } s_bulk_t;
 
@@ -681,11 +689,12 @@ s_bulk_destroy (s_bulk_t *bulk)
 
 //  The raw texts, decoded already if the read-ahead holds the batch, and
 //  the rows' states. The byte budget may shorten the batch (bulk->count):
-//  the rest comes with the next PROCESS.
+//  the rest comes with the next PROCESS. Only a batch full by count is
+//  read ahead of: one cut by the budget holds large messages, and memory
+//  comes first.
 static int
 s_bulk_read (s_processor_t *self, s_bulk_t *bulk, char **error)
 {
-    size_t asked = bulk->count;
     size_t covered = s_ahead_covers (self->ahead, bulk->ids, bulk->count);
     if (covered)
         s_ahead_decode (self, NULL);
@@ -708,7 +717,6 @@ s_bulk_read (s_processor_t *self, s_bulk_t *bulk, char **error)
             return -1;
         bulk->count = s_ids_before (bulk->ids, bulk->count, until);
     }
-    bulk->full = bulk->count < asked || asked == (size_t) self->config->pipeline_process_batch;
     return mx_bulk_start (self->pg, bulk->ids, bulk->count, bulk->states, bulk->attempts, error);
 }
 
@@ -793,7 +801,7 @@ s_bulk_states (s_processor_t *self, s_bulk_t *bulk, char **error)
     }
     int rc = mx_bulk_finish_send (self->pg, rows, prefix, bulk->now, error);
     if (rc == 0) {
-        if (prefix == bulk->count && bulk->full) {
+        if (prefix == (size_t) self->config->pipeline_process_batch) {
             s_ahead_read (self, bulk->ids [prefix - 1]);
             s_ahead_decode (self, self->pg);
         }
@@ -864,7 +872,6 @@ static int
 s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
 {
     *applied = 0;
-    self->backlog = false;
     char *error = NULL;
     s_bulk_t bulk = {
         .ids = ids, .count = count, .now = mx_clock_now (self->clock),
@@ -893,7 +900,6 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
             s_bulk_report (&bulk);
             s_flights_owed (self, bulk.flights);
             *applied = bulk.prefix;
-            self->backlog = bulk.full && bulk.prefix == bulk.count;
         }
     }
     free (error);
@@ -1036,7 +1042,7 @@ s_process_batch (s_processor_t *self, int64_t head)
     at_commit = zclock_usecs ();
     int commit_rc = mx_pg_commit_send (self->pg, &error);
     if (commit_rc == 0) {
-        if (limit > 1 && (done == limit || self->backlog) && !(self->ahead && self->ahead->after == last))
+        if (limit > 1 && done == limit && !(self->ahead && self->ahead->after == last))
             s_ahead_read (self, last);
         s_ahead_decode (self, self->pg);
         commit_rc = mx_pg_commit_result (self->pg, &error);
@@ -1053,6 +1059,10 @@ s_process_batch (s_processor_t *self, int64_t head)
         return "UNKNOWN";
     }
     free (ids);
+    if (self->trim) {
+        self->trim = false;
+        malloc_trim (0);
+    }
     self->transactions++;
     self->processed += done;
     mx_metrics_histogram_observe (mx_processor_batch_size (), (double) done);

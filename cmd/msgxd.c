@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -576,6 +577,11 @@ main (int argc, char **argv)
     mx_log_level_t level = MX_LOG_INFO;
     mx_log_level_parse (config->log_level, &level);
     mx_log_set_level (level);
+
+    //  Two malloc arenas, not one per thread up to 8 per core: memory one
+    //  actor frees is reused by the next instead of sitting in an arena of
+    //  its own (peak RSS of a drain about 85 -> 65 MiB, docs/performance.md).
+    mallopt (M_ARENA_MAX, 2);
 
     //  Signals go to a signalfd read here; every thread inherits the mask,
     //  so no actor is interrupted by them.

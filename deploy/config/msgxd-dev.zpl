@@ -215,12 +215,12 @@ msgx
 
         #   raw text bytes a processing batch (and its read-ahead) holds at
         #   most; a message larger than this goes alone.
-        #   Integer, bytes; default 8388608; environment
+        #   Integer, bytes; default 4194304; environment
         #   MSGX_PIPELINE_BATCH_BYTES.
         #   Bounds the processor's memory: a batch and its read-ahead hold at
         #   most this much raw text (their decoded state is a few times less).
         #   Raise only with memory to spare and large messages.
-        batch-bytes = 8388608
+        batch-bytes = 4194304
 
         #   one-time seeding of a fresh instance: empty (none), min, zero, max
         #   or a mailbox ID.
