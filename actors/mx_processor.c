@@ -860,6 +860,10 @@ s_bulk_steps (s_processor_t *self, s_bulk_t *bulk, char **error)
     for (size_t i = 0; i < bulk->prefix; i++)
         if (s_write_snapshot (self, bulk->messages [i], bulk->now, error))
             return -1;
+    //  Applied and written: the decoded bodies go before the next batch is
+    //  read and decoded ahead (s_bulk_states).
+    for (size_t i = 0; i < bulk->prefix; i++)
+        mx_apply_msg_release_body (bulk->messages [i]);
     if (s_bulk_states (self, bulk, error))
         return -1;
     phase [8] = zclock_usecs ();
@@ -890,6 +894,11 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
     else {
         bulk.phase [1] = zclock_usecs ();
         s_bulk_decode (self, &bulk);
+        //  Decoded: the texts are not needed any more.
+        for (size_t r = 0; r < bulk.raw_count; r++) {
+            free (bulk.raw [r].xml);
+            bulk.raw [r].xml = NULL;
+        }
         bulk.phase [2] = zclock_usecs ();
         if (bulk.prefix > 0 && s_bulk_steps (self, &bulk, &error)) {
             mx_warn (ACTOR, "writing a batch of %zu failed: %s; redoing it message by message", bulk.prefix, error);

@@ -125,11 +125,13 @@ const char *
     mx_mailbox_failure_name (mx_mailbox_failure_t failure);
 
 //  Raw text of every row with from <= CMINMSGS_ID <= to, ascending, in one
-//  query (the processor's batches), up to `budget` bytes of text in all:
-//  the first row always, then no row that would pass it. *until (may be
-//  NULL) gets the first id not read: to + 1 when the range was read whole.
-//  *rows is malloc'd (free each xml, then the array); a row larger than
-//  max_bytes has xml NULL and its real size (it costs no budget).
+//  query (the processor's batches), up to `budget` bytes in all (real
+//  sizes): the first row always, then rows while the sum stays within it
+//  (the server stops; nothing past the budget is sent). *until (may be
+//  NULL) gets the first id the answer does not cover: the last row's id +
+//  1 (to + 1 when the range holds no row). *rows is malloc'd (free each
+//  xml, then the array); a row larger than max_bytes has xml NULL and its
+//  real size.
 typedef struct {
     int64_t id;
     char *xml;

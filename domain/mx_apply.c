@@ -31,6 +31,17 @@ mx_outcome_reset (mx_outcome_t *self)
 }
 
 void
+mx_apply_msg_release_body (mx_apply_msg_t *self)
+{
+    mx_flop_destroy (&self->flop);
+    mx_schedule_destroy (&self->schedule);
+    free (self->del_flids);
+    self->del_flids = NULL;
+    self->del_count = 0;
+    mx_reference_destroy (&self->reference);
+}
+
+void
 mx_apply_msg_reset (mx_apply_msg_t *self)
 {
     mx_sis_destroy (&self->msg);
