@@ -53,6 +53,7 @@ typedef struct {
     zlistx_t *flights_owed;     //  flight states of the open batch, for `flights` at commit
     s_ahead_t *ahead;           //  the next messages, decoded
     bool trim;                  //  a large message was decoded: give freed memory back
+    size_t batch_hint;          //  after a batch cut by batch-bytes: ask for about this many, 0 = all
     int64_t replied_at;         //  zclock_usecs of the last PROCESSED, for the debug log
     mx_text_t doc_msg;          //  a change's documents, the buffers kept from one to the next
     mx_text_t doc_state;
@@ -892,6 +893,15 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
         rc = -1;
     }
     else {
+        //  Cut by the byte budget: the next batches ask for about as many
+        //  (doubling back to process-batch), so a run of large messages is
+        //  not read again and again with each batch.
+        if (bulk.count < count)
+            self->batch_hint = bulk.count;
+        else
+        if (self->batch_hint)
+            self->batch_hint = 2 * self->batch_hint >= (size_t) self->config->pipeline_process_batch
+                             ? 0 : 2 * self->batch_hint;
         bulk.phase [1] = zclock_usecs ();
         s_bulk_decode (self, &bulk);
         //  Decoded: the texts are not needed any more.
@@ -971,7 +981,9 @@ s_process_batch (s_processor_t *self, int64_t head)
     //  The start is recorded and committed before the work: a crash or a
     //  hang during this batch leaves it behind.
     if (s_pg (self, &error)
-    ||  mx_procstate_batch_start (self->pg, head, ids, limit, &count, mx_clock_now (self->clock), &journal, &error)
+    ||  mx_procstate_batch_start (self->pg, head, ids, self->batch_hint && self->batch_hint < limit
+                                                     ? self->batch_hint : limit,
+                                  &count, mx_clock_now (self->clock), &journal, &error)
     ||  mx_pg_begin (self->pg, &error)) {
         mx_warn (ACTOR, "PostgreSQL unusable: %s", error);
         free (error);
