@@ -141,6 +141,8 @@ s_crash_loop (const char *fault)
     size_t n = 0;
     env [n++] = zsys_sprintf ("MSGX_PG_CONNINFO=%s", mx_testpg_conninfo (pg));
     env [n++] = zsys_sprintf ("MSGX_ADMIN_ENDPOINT=ipc://%s/admin.sock", dir);
+    //  A port of its own: tests run side by side.
+    env [n++] = zsys_sprintf ("MSGX_HTTP_BIND=127.0.0.1:%d", mx_testenv_free_port ());
     n += mx_testmb_environment (mb, "+00:00", env + n);
     env [n++] = zsys_sprintf ("MSGX_TEST_FAULT=%s", fault);
     env [n++] = zsys_sprintf ("MSGX_PIPELINE_CRASH_LOOP_STARTS=%d", CRASH_LOOP_STARTS);
