@@ -72,28 +72,6 @@ mx_actor_start_service (zactor_fn *fn, void *args, const char *role, bool paused
     return s_start (fn, args, role, paused, timeout_ms, detail, error);
 }
 
-char *
-mx_actor_admin_ids (json_t *list, const char *command, const char *what, int64_t **ids, size_t *count)
-{
-    assert (command && what && ids && count);
-    *count = json_array_size (list);
-    *ids = NULL;
-    if (list && (!json_is_array (list) || *count == 0))
-        return zsys_sprintf ("%s needs at least one %s ID", command, what);
-    *ids = (int64_t *) calloc (*count + 1, sizeof (int64_t));
-    assert (*ids);
-    for (size_t i = 0; i < *count; i++) {
-        json_t *item = json_array_get (list, i);
-        if (!json_is_integer (item) || json_integer_value (item) <= 0) {
-            free (*ids);
-            *ids = NULL;
-            return zsys_sprintf ("%s IDs must be positive integers", what);
-        }
-        (*ids) [i] = json_integer_value (item);
-    }
-    return NULL;
-}
-
 void
 mx_actor_reply_started (zsock_t *pipe, const char *detail)
 {

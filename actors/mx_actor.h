@@ -73,11 +73,6 @@ zactor_t *mx_actor_start_pipeline (zactor_fn *fn, void *args, bool paused, int t
 zactor_t *mx_actor_start_service (zactor_fn *fn, void *args, const char *role, bool paused,
                                   int timeout_ms, char **detail, char **error);
 
-//  The IDs of an admin request's list (NULL list: none). Returns NULL with
-//  *ids (calloc'd, count + 1 entries) and *count, or the line refusing it
-//  (malloc'd): "<command> needs at least one <what> ID" for an empty or
-//  non-array list, "<what> IDs must be positive integers".
-char *mx_actor_admin_ids (json_t *list, const char *command, const char *what, int64_t **ids, size_t *count);
 
 //  Answer START: START_OK with detail or START_FAILED with reason.
 void mx_actor_reply_started (zsock_t *pipe, const char *detail);

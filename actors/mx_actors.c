@@ -59,6 +59,7 @@ mx_actors_register_metrics (void)
     mx_processor_register_metrics ();
     mx_requests_register_metrics ();
     mx_control_register_metrics ();
+    mx_pump_crash_loop ();
     mx_log_dropped_metric ();
     mx_http_register_metrics ();
     mx_control_admin_dropped ();

@@ -8,6 +8,7 @@
 */
 #include "mx_backfill_actor.h"
 //  The repository of the same name, by path: both headers are mx_backfill.h.
+#include "mx_admin.h"
 #include "mx_backfill.h"
 
 #include <assert.h>
@@ -209,7 +210,7 @@ s_recover (s_backfill_t *self, json_t *args, bool *ok)
         return strdup ("backfill recover needs exactly one of --id N... or --all");
     size_t count;
     int64_t *ids;
-    char *refused = mx_actor_admin_ids (id_list, "backfill recover --id", "message", &ids, &count);
+    char *refused = mx_admin_ids (id_list, "backfill recover --id", "message", &ids, &count);
     if (refused)
         return refused;
     if (!dry_run && !yes) {

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include "mx_admin.h"
 #include "mx_instance_lock.h"
 #include "mx_log.h"
 #include "mx_migrate.h"
@@ -751,43 +752,35 @@ s_handle_admin (s_control_t *self)
         free (peer);
         return;
     }
-    char *verb = zmsg_popstr (request);
-    char *args_text = zmsg_popstr (request);
-    json_error_t json_error;
-    json_t *args = args_text ? json_loads (args_text, 0, &json_error) : NULL;
-    mx_admin_t admin = mx_admin_lookup (verb);
-    if (verb)
-        mx_log_emit (MX_LOG_DEBUG, ACTOR, json_pack ("{s:s}", "verb", verb), "admin request %.64s", verb);
-    if (args && json_is_object (args)) {
+    mx_admin_request_t decoded;
+    char *refused = mx_admin_request_decode (request, &decoded);
+    mx_admin_t admin = decoded.verb;
+    if (!refused) {
+        mx_log_emit (MX_LOG_DEBUG, ACTOR, json_pack ("{s:s}", "verb", mx_admin_verb (admin)),
+                     "admin request %s", mx_admin_verb (admin));
         //  The audit records the user the client claims next to the peer
         //  the kernel vouches for.
-        const char *claimed = json_string_value (json_object_get (args, "os_user"));
+        const char *claimed = json_string_value (json_object_get (decoded.args, "os_user"));
         char *who = zsys_sprintf ("%s [%s]", claimed ? claimed : "(none)", peer);
-        json_object_set_new (args, "os_user", json_string (who));
+        json_object_set_new (decoded.args, "os_user", json_string (who));
         free (who);
-        free (args_text);
-        args_text = json_dumps (args, JSON_COMPACT);
+        free (decoded.args_text);
+        decoded.args_text = json_dumps (decoded.args, JSON_COMPACT);
     }
-
-    if (!verb || !args || !json_is_object (args) || zmsg_size (request) != 0) {
-        s_admin_reply (self, &identity, "ERR", "malformed request: expected verb + one JSON object of arguments");
-        mx_warn (ACTOR, "malformed admin request");
-    }
-    else
-    if (admin == MX_ADMIN_UNKNOWN) {
-        char *why = zsys_sprintf ("unknown command '%.64s'", verb);
-        s_admin_reply (self, &identity, "ERR", why);
-        free (why);
+    if (refused) {
+        s_admin_reply (self, &identity, "ERR", refused);
+        mx_warn (ACTOR, "admin request refused: %s", refused);
+        free (refused);
     }
     else
     if (self->role != ROLE_ACTIVE && !mx_admin_on_standby (admin))
         s_admin_reply (self, &identity, "ERR", "this instance is not active (standby): send the command to the active instance");
     else
     if (strcmp (mx_admin_owner (admin), "control") != 0)
-        s_admin_route (self, &identity, admin, args_text);
+        s_admin_route (self, &identity, admin, decoded.args_text);
     else
     if (admin == MX_ADMIN_LOG_LEVEL)
-        s_log_level (self, &identity, args);
+        s_log_level (self, &identity, decoded.args);
     else {
         assert (admin == MX_ADMIN_PAUSE || admin == MX_ADMIN_RESUME);
         bool pause = admin == MX_ADMIN_PAUSE;
@@ -799,9 +792,7 @@ s_handle_admin (s_control_t *self)
         s_admin_reply_json (self, &identity, json_pack ("{s:b}", "paused", self->paused));
     }
     zframe_destroy (&identity);
-    json_decref (args);
-    free (verb);
-    free (args_text);
+    mx_admin_request_reset (&decoded);
     free (peer);
     zmsg_destroy (&request);
 }

@@ -11,6 +11,7 @@
 
 #include <assert.h>
 
+#include "mx_admin.h"
 #include "mx_delivery.h"
 #include "mx_log.h"
 #include "mx_metrics.h"
@@ -197,7 +198,7 @@ s_replay_events (s_dispatcher_t *self, json_t *args, bool *ok)
         return strdup ("replay --events needs exactly one of --ids N[,N...] or --all");
     size_t count;
     int64_t *ids;
-    char *refused = mx_actor_admin_ids (id_list, "replay --events --ids", "event", &ids, &count);
+    char *refused = mx_admin_ids (id_list, "replay --events --ids", "event", &ids, &count);
     if (refused)
         return refused;
     if (!dry_run && !yes) {

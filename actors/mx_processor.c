@@ -17,6 +17,7 @@
 #include "mx_processor.h"
 
 #include <assert.h>
+#include <malloc.h>
 
 #include "mx_apply.h"
 #include "mx_bulk.h"
@@ -52,10 +53,36 @@ typedef struct {
     zhashx_t *flights;          //  flid -> mx_flight_t as committed by a batch of ours
     zlistx_t *flights_owed;     //  flight states of the open batch, for `flights` at commit
     s_ahead_t *ahead;           //  the next messages, decoded
+    bool trim;                  //  a large message was decoded: give freed memory back
+    size_t batch_hint;          //  after a batch cut by batch-bytes: ask for about this many, 0 = all
     int64_t replied_at;         //  zclock_usecs of the last PROCESSED, for the debug log
     mx_text_t doc_msg;          //  a change's documents, the buffers kept from one to the next
     mx_text_t doc_state;
 } s_processor_t;
+
+static mx_processor_fault_fn *s_fault_hook;
+
+void
+mx_processor_set_fault_hook (mx_processor_fault_fn *hook)
+{
+    s_fault_hook = hook;
+}
+
+//  A message this large leaves freed memory behind in the allocator (its
+//  text, its parsed tree: some 30 times its size), given back to the
+//  system after the batch.
+#define S_TRIM_AFTER_BYTES ((size_t) 1 << 20)
+
+static void
+s_decode (s_processor_t *self, const mx_apply_rules_t *rules, mx_apply_msg_t *m, bool present, const char *xml,
+          size_t size)
+{
+    if (s_fault_hook && xml)
+        s_fault_hook (xml, size);
+    if (xml && size >= S_TRIM_AFTER_BYTES)
+        self->trim = true;
+    mx_apply_decode (rules, m, present, xml, size);
+}
 
 //  Flights kept between batches; past this the whole cache starts again.
 #define S_FLIGHTS_KEPT 8192
@@ -178,6 +205,7 @@ typedef struct {
 
 struct s_ahead_t {
     int64_t after;              //  the rows read come after this id
+    int64_t until;              //  ... and before this one (the byte budget may stop early)
     int64_t read_at;            //  zclock_mono
     mx_mailbox_text_t *raw;
     size_t raw_count;
@@ -478,7 +506,7 @@ s_prepare_one (s_processor_t *self, mx_apply_msg_t *m, s_result_t *result)
         free (text);
         return false;
     }
-    mx_apply_decode (&rules, m, raw > 0, xml, size);
+    s_decode (self, &rules, m, raw > 0, xml, size);
     free (xml);
     if (!m->msg) {
         *result = s_record (self, m);
@@ -537,7 +565,7 @@ static void
 s_item_decode (s_processor_t *self, s_item_t *item)
 {
     mx_apply_rules_t rules = s_rules (self);
-    mx_apply_decode (&rules, &item->m, item->present, item->xml, item->size);
+    s_decode (self, &rules, &item->m, item->present, item->xml, item->size);
     item->stop = !s_bulk_settles (&item->m);
 }
 
@@ -571,7 +599,8 @@ s_ahead_read (s_processor_t *self, int64_t last)
     char *error = NULL;
     if (mx_mailbox_read_range (self->mailbox, last + 1, last + self->config->pipeline_process_batch,
                                (size_t) self->config->codec_max_message_bytes,
-                               &ahead->raw, &ahead->raw_count, &error)) {
+                               (size_t) self->config->pipeline_batch_bytes,
+                               &ahead->raw, &ahead->raw_count, &ahead->until, &error)) {
         mx_debug (ACTOR, "no read-ahead after %" PRId64 ": %s", last, error);
         free (error);
         s_ahead_destroy (&ahead);
@@ -604,20 +633,32 @@ s_ahead_decode (s_processor_t *self, PGconn *until)
     }
 }
 
-//  True when the read-ahead holds every one of ids (a batch's, ascending).
-static bool
+//  How many of ids (a batch's, ascending) the read-ahead answers: those
+//  before where it stopped, each of which it must hold; 0 when it does not
+//  serve this batch.
+static size_t
 s_ahead_covers (const s_ahead_t *ahead, const int64_t *ids, size_t count)
 {
-    if (!ahead || zclock_mono () - ahead->read_at > S_AHEAD_FRESH_MS)
-        return false;
-    size_t r = 0;
-    for (size_t i = 0; i < count; i++) {
+    if (!ahead || zclock_mono () - ahead->read_at > S_AHEAD_FRESH_MS || ids [0] <= ahead->after)
+        return 0;
+    size_t r = 0, i;
+    for (i = 0; i < count && ids [i] < ahead->until; i++) {
         while (r < ahead->raw_count && ahead->raw [r].id < ids [i])
             r++;
         if (r == ahead->raw_count || ahead->raw [r].id != ids [i])
-            return false;
+            return 0;
     }
-    return true;
+    return i;
+}
+
+//  How many of ids come before `until`.
+static size_t
+s_ids_before (const int64_t *ids, size_t count, int64_t until)
+{
+    size_t i = 0;
+    while (i < count && ids [i] < until)
+        i++;
+    return i;
 }
 
 //  A batch in the bulk path: what it holds from read to write.
@@ -652,12 +693,15 @@ s_bulk_destroy (s_bulk_t *bulk)
     mx_flightset_destroy (&bulk->flights);
 }
 
-//  The rows' states and the raw texts: decoded already if the read-ahead
-//  holds the batch.
+//  The raw texts, decoded already if the read-ahead holds the batch, and
+//  the rows' states. The byte budget may shorten the batch (bulk->count):
+//  the rest comes with the next PROCESS. Only a batch full by count is
+//  read ahead of: one cut by the budget holds large messages, and memory
+//  comes first.
 static int
 s_bulk_read (s_processor_t *self, s_bulk_t *bulk, char **error)
 {
-    bool covered = s_ahead_covers (self->ahead, bulk->ids, bulk->count);
+    size_t covered = s_ahead_covers (self->ahead, bulk->ids, bulk->count);
     if (covered)
         s_ahead_decode (self, NULL);
     bulk->ahead = self->ahead;
@@ -665,17 +709,21 @@ s_bulk_read (s_processor_t *self, s_bulk_t *bulk, char **error)
     if (!covered)
         s_ahead_destroy (&bulk->ahead);
     else {
+        bulk->count = covered;
         bulk->raw = bulk->ahead->raw;
         bulk->raw_count = bulk->ahead->raw_count;
         bulk->ahead->raw = NULL;
     }
-    if (mx_bulk_start (self->pg, bulk->ids, bulk->count, bulk->states, bulk->attempts, error))
-        return -1;
-    if (!bulk->ahead)
-        return mx_mailbox_read_range (self->mailbox, bulk->ids [0], bulk->ids [bulk->count - 1],
-                                      (size_t) self->config->codec_max_message_bytes,
-                                      &bulk->raw, &bulk->raw_count, error);
-    return 0;
+    if (!bulk->ahead) {
+        int64_t until = 0;
+        if (mx_mailbox_read_range (self->mailbox, bulk->ids [0], bulk->ids [bulk->count - 1],
+                                   (size_t) self->config->codec_max_message_bytes,
+                                   (size_t) self->config->pipeline_batch_bytes,
+                                   &bulk->raw, &bulk->raw_count, &until, error))
+            return -1;
+        bulk->count = s_ids_before (bulk->ids, bulk->count, until);
+    }
+    return mx_bulk_start (self->pg, bulk->ids, bulk->count, bulk->states, bulk->attempts, error);
 }
 
 //  Decode in order, up to the first message the bulk path cannot settle
@@ -818,6 +866,10 @@ s_bulk_steps (s_processor_t *self, s_bulk_t *bulk, char **error)
     for (size_t i = 0; i < bulk->prefix; i++)
         if (s_write_snapshot (self, bulk->messages [i], bulk->now, error))
             return -1;
+    //  Applied and written: the decoded bodies go before the next batch is
+    //  read and decoded ahead (s_bulk_states).
+    for (size_t i = 0; i < bulk->prefix; i++)
+        mx_apply_msg_release_body (bulk->messages [i]);
     if (s_bulk_states (self, bulk, error))
         return -1;
     phase [8] = zclock_usecs ();
@@ -846,8 +898,22 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
         rc = -1;
     }
     else {
+        //  Cut by the byte budget: the next batches ask for about as many
+        //  (doubling back to process-batch), so a run of large messages is
+        //  not read again and again with each batch.
+        if (bulk.count < count)
+            self->batch_hint = bulk.count;
+        else
+        if (self->batch_hint)
+            self->batch_hint = 2 * self->batch_hint >= (size_t) self->config->pipeline_process_batch
+                             ? 0 : 2 * self->batch_hint;
         bulk.phase [1] = zclock_usecs ();
         s_bulk_decode (self, &bulk);
+        //  Decoded: the texts are not needed any more.
+        for (size_t r = 0; r < bulk.raw_count; r++) {
+            free (bulk.raw [r].xml);
+            bulk.raw [r].xml = NULL;
+        }
         bulk.phase [2] = zclock_usecs ();
         if (bulk.prefix > 0 && s_bulk_steps (self, &bulk, &error)) {
             mx_warn (ACTOR, "writing a batch of %zu failed: %s; redoing it message by message", bulk.prefix, error);
@@ -889,18 +955,19 @@ s_pg (s_processor_t *self, char **error)
     return 0;
 }
 
-//  The ready messages after `after` (see mx_procstate_ready_after).
-static size_t
-s_next_ready (s_processor_t *self, int64_t after, int64_t *ids, size_t max)
+//  A batch given up while the process runs on (rolled back, or never
+//  begun): its start was no crash, so its proc_start row goes.
+static void
+s_batch_abandoned (s_processor_t *self, int64_t journal)
 {
-    size_t count = 0;
     char *error = NULL;
-    if (mx_procstate_ready_after (self->pg, after, ids, max, &count, &error)) {
-        mx_warn (ACTOR, "cannot look for more ready messages: %s", error);
-        free (error);
-        return 0;
-    }
-    return count;
+    if (journal == 0)
+        return;
+    if (s_pg (self, &error) == 0 && mx_procstate_batch_end (self->pg, journal, &error) == 0)
+        return;
+    mx_warn (ACTOR, "cannot delete the start record %" PRId64 " of a batch given up: %s; its messages will count"
+             " one unfinished start", journal, error);
+    free (error);
 }
 
 //  Returns the head's state name for the reply, or "UNKNOWN".
@@ -911,20 +978,32 @@ s_process_batch (s_processor_t *self, int64_t head)
     //  Where the time around the batch goes, for the debug log (us).
     int64_t at_start = zclock_usecs (), at_ready = 0, at_commit = 0;
     char *error = NULL;
-    if (s_pg (self, &error) || mx_pg_begin (self->pg, &error)) {
-        mx_warn (ACTOR, "PostgreSQL unusable: %s", error);
-        free (error);
-        return "UNKNOWN";
-    }
     size_t limit = (size_t) self->config->pipeline_process_batch;
     int64_t *ids = (int64_t *) calloc (limit + 1, sizeof (int64_t));
-    size_t count = 1, done = 0;
-    ids [0] = head;
+    assert (ids);
+    size_t count = 0, done = 0;
+    int64_t journal = 0;
+    //  The start is recorded and committed before the work: a crash or a
+    //  hang during this batch leaves it behind.
+    if (s_pg (self, &error)
+    ||  mx_procstate_batch_start (self->pg, head, ids, self->batch_hint && self->batch_hint < limit
+                                                     ? self->batch_hint : limit,
+                                  &count, mx_clock_now (self->clock), &journal, &error)
+    ||  mx_pg_begin (self->pg, &error)) {
+        mx_warn (ACTOR, "PostgreSQL unusable: %s", error);
+        free (error);
+        s_batch_abandoned (self, journal);
+        free (ids);
+        return "UNKNOWN";
+    }
+    if (count == 0) {
+        ids [0] = head;         //  finished meanwhile: the one-message path says so
+        count = 1;
+    }
+    at_ready = zclock_usecs ();
     mx_state_t head_state = MX_STATE_PENDING;
     bool broken = false;
     if (limit > 1) {
-        count += s_next_ready (self, head, ids + 1, limit - 1);
-        at_ready = zclock_usecs ();
         if (s_bulk (self, ids, count, &done)) {
             //  Roll back and redo the whole batch message by message.
             zlistx_purge (self->flights_owed);
@@ -936,6 +1015,7 @@ s_process_batch (s_processor_t *self, int64_t head)
             if (s_pg (self, &error) || mx_pg_begin (self->pg, &error)) {
                 mx_warn (ACTOR, "PostgreSQL unusable: %s", error);
                 free (error);
+                s_batch_abandoned (self, journal);
                 free (ids);
                 return "UNKNOWN";
             }
@@ -948,7 +1028,6 @@ s_process_batch (s_processor_t *self, int64_t head)
         else
             count = 1;          //  the head needs the message-by-message path; then back to bulk
     }
-    bool extend = limit > 1 ? false : true;
     while (done < count && !broken) {
         s_result_t outcome = s_process_one (self, ids [done]);
         if (outcome.step == S_BROKEN) {
@@ -960,16 +1039,28 @@ s_process_batch (s_processor_t *self, int64_t head)
         done++;
         if (outcome.step == S_RETRY)
             break;                      //  a failed message ends the batch
-        if (extend && done == count && count < limit)
-            count += s_next_ready (self, ids [count - 1], ids + count, limit - count);
     }
     int64_t last = done ? ids [done - 1] : head;
-    free (ids);
     if (broken) {
         zlistx_purge (self->flights_owed);
         char *ignored = NULL;
         mx_pg_rollback (self->pg, &ignored);
         free (ignored);
+        s_batch_abandoned (self, journal);
+        free (ids);
+        return "UNKNOWN";
+    }
+    //  The start record goes with the outcomes.
+    if (journal && mx_procstate_batch_end (self->pg, journal, &error)) {
+        mx_warn (ACTOR, "cannot delete the start record of the batch at %" PRId64 ": %s; it rolls back", head, error);
+        free (error);
+        error = NULL;
+        zlistx_purge (self->flights_owed);
+        char *ignored = NULL;
+        mx_pg_rollback (self->pg, &ignored);
+        free (ignored);
+        s_batch_abandoned (self, journal);
+        free (ids);
         return "UNKNOWN";
     }
     //  A full batch says a backlog: the next messages are read and decoded
@@ -989,7 +1080,14 @@ s_process_batch (s_processor_t *self, int64_t head)
     if (commit_rc) {
         mx_warn (ACTOR, "commit of a batch of %zu failed, nothing of it stays: %s", done, error);
         free (error);
+        s_batch_abandoned (self, journal);
+        free (ids);
         return "UNKNOWN";
+    }
+    free (ids);
+    if (self->trim) {
+        self->trim = false;
+        malloc_trim (0);
     }
     self->transactions++;
     self->processed += done;

@@ -21,4 +21,10 @@ void mx_processor_register_metrics (void);
 mx_metrics_histogram_t *mx_processor_batch_size (void);           //  msgx_batch_size (messages per batch)
 mx_metrics_histogram_t *mx_processor_seconds (void);              //  msgx_processing_seconds (PROCESS -> commit)
 
+//  A test build's fault: called with each raw text just before it is
+//  decoded. Only the test tree's msgxd-hooked sets one (before control
+//  starts); msgxd never does.
+typedef void (mx_processor_fault_fn) (const char *xml, size_t size);
+void mx_processor_set_fault_hook (mx_processor_fault_fn *hook);
+
 #endif

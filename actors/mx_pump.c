@@ -10,7 +10,9 @@
 #include "mx_pump.h"
 
 #include <assert.h>
+#include <unistd.h>
 
+#include "mx_admin.h"
 #include "mx_flight_repo.h"
 #include "mx_log.h"
 #include "mx_mailbox.h"
@@ -24,6 +26,9 @@
 
 #define ACTOR "pump"
 #define REPLAY_LOCK_TIMEOUT_MS 10000
+//  The watchdog's exit: EX_SOFTWARE, and the hard limit on stopping in order.
+#define S_STALL_EXIT_CODE 70
+#define S_STALL_EXIT_S 5
 
 typedef struct {
     zsock_t *pipe;
@@ -37,6 +42,8 @@ typedef struct {
     mx_tz_t *zone;
     uint64_t epoch;
     int64_t in_flight;          //  msg_id handed to the processor, 0 = none
+    int64_t in_flight_since;    //  when it was handed over (the watchdog's start)
+    bool stalled;               //  the watchdog fired: FATAL sent, nothing more
     int64_t next_check;         //  deadline of the next tick
     int64_t deadline;           //  the one the loop waits for (s_deadline)
     int64_t warned_w;           //  "head above W" said once per W
@@ -61,6 +68,18 @@ s_tick (s_pump_t *self)
             return;
         }
         char *error = NULL;
+        //  Batches an earlier life of msgxd started and never finished:
+        //  counted against their messages before the head is looked at.
+        int counted = 0;
+        if (mx_procstate_settle_starts (self->pg, &counted, &error)) {
+            mx_problem_report (&self->problem, "cannot count the starts of unfinished batches", error);
+            s_later (self, self->config->pipeline_poll_interval);
+            return;
+        }
+        if (counted > 0)
+            mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:i}", "messages", counted),
+                         "msgxd ended during the processing of %d message%s: one unfinished start counted for each;"
+                         " they are processed one at a time now", counted, counted == 1 ? "" : "s");
         mx_head_t head;
         mx_cursor_t cursor = { 0 };
         int found = mx_procstate_head (self->pg, &head, &cursor.w, &error);
@@ -89,6 +108,28 @@ s_tick (s_pump_t *self)
             return;
         }
         int64_t now = mx_clock_now (self->clock);
+        //  3a. Crash loop: started this often without an outcome, the
+        //  process died or hung on it each time; the FIFO goes on.
+        if (head.starts >= self->config->pipeline_crash_loop_starts) {
+            int rc = mx_procstate_crash_loop (self->pg, head.msg_id, head.starts, now, &error);
+            if (rc < 0) {
+                mx_problem_report (&self->problem, "cannot quarantine a crash-looping head", error);
+                s_later (self, self->config->pipeline_poll_interval);
+                return;
+            }
+            mx_log_emit (MX_LOG_ERROR, ACTOR,
+                         json_pack ("{s:I,s:s,s:s,s:i}", "msg_id", (json_int_t) head.msg_id, "state", "DEAD",
+                                    "error_class", "EXHAUSTED", "starts", head.starts),
+                         "%" PRId64 " DEAD(EXHAUSTED): crash-loop: started %d times without an outcome; quarantined,"
+                         " the FIFO goes on (msgxctl show %" PRId64 ", then replay --id %" PRId64 " once fixed)",
+                         head.msg_id, head.starts, head.msg_id, head.msg_id);
+            if (rc == 1) {
+                mx_metrics_add (mx_pump_crash_loop (), 1);
+                mx_metrics_add (mx_processor_messages_dead ("EXHAUSTED"), 1);
+                mx_cmd_send (self->pipe, MX_CMD_MARKS_OWED, (uint64_t) head.msg_id, (uint64_t) head.msg_id);
+            }
+            continue;
+        }
         if (head.state == MX_STATE_FAILED) {
             //  3. Poisoned: by attempts or by time at the head.
             int64_t since = head.processing_started_at >= 0 ? head.processing_started_at : head.updated_at;
@@ -126,10 +167,30 @@ s_tick (s_pump_t *self)
             return;
         }
         self->in_flight = head.msg_id;
+        self->in_flight_since = now;
         self->epoch++;
         mx_cmd_send (self->processor, MX_CMD_PROCESS, (uint64_t) head.msg_id, self->epoch);
         return;
     }
+}
+
+//  The processor has held one PROCESS past msgx.pipeline.message-deadline:
+//  it hangs (or crawls) on the batch. Its starts are counted already, so
+//  exiting for the supervisor to restart turns the hang into the crash
+//  loop that quarantines the message. A hung thread cannot be stopped in
+//  order, so the process gets a hard limit too (main's watchdog, SIGALRM).
+static void
+s_watchdog (s_pump_t *self)
+{
+    int64_t held = mx_clock_now (self->clock) - self->in_flight_since;
+    mx_log_emit (MX_LOG_ERROR, ACTOR, json_pack ("{s:I,s:I}", "msg_id", (json_int_t) self->in_flight,
+                                                 "held_ms", (json_int_t) held),
+                 "processing of the batch at %" PRId64 " has taken %" PRId64 " ms, past msgx.pipeline.message-deadline:"
+                 " exiting for the supervisor to restart msgxd (its start is counted; a repeat quarantines it)",
+                 self->in_flight, held);
+    self->stalled = true;
+    alarm (S_STALL_EXIT_S);
+    mx_cmd_send (self->pipe, MX_CMD_FATAL, S_STALL_EXIT_CODE, "processing exceeded msgx.pipeline.message-deadline");
 }
 
 //  ---------------------------------------------------------------------
@@ -209,7 +270,7 @@ s_replay (s_pump_t *self, json_t *args, bool *ok)
     }
     size_t count;
     int64_t *ids;
-    char *refused = mx_actor_admin_ids (id_list, "replay --id", "message", &ids, &count);
+    char *refused = mx_admin_ids (id_list, "replay --id", "message", &ids, &count);
     if (refused)
         return refused;
     if (!dry_run && !yes) {
@@ -391,6 +452,10 @@ s_deadline (void *self_)
         deadline = mx_clock_now (self->clock) + self->config->pipeline_poll_interval;
     if (self->paused || self->in_flight || !self->processor)
         deadline = INT64_MAX;
+    //  The watchdog runs whether paused or not: a paused pump still waits
+    //  for the batch in flight.
+    if (self->in_flight && !self->stalled)
+        deadline = self->in_flight_since + self->config->pipeline_message_deadline;
     self->deadline = deadline;
     return deadline;
 }
@@ -399,6 +464,11 @@ static void
 s_wake (void *self_)
 {
     s_pump_t *self = (s_pump_t *) self_;
+    if (self->in_flight && !self->stalled
+    &&  mx_clock_now (self->clock) - self->in_flight_since >= self->config->pipeline_message_deadline) {
+        s_watchdog (self);
+        return;
+    }
     if (self->processor && mx_clock_now (self->clock) >= self->deadline)
         s_tick (self);
     else
@@ -427,4 +497,12 @@ mx_pump_actor (zsock_t *pipe, void *args)
     mx_mailbox_destroy (&self->mailbox);
     mx_tz_destroy (&self->zone);
     mx_problem_clear (&self->problem);
+}
+
+mx_metrics_counter_t *
+mx_pump_crash_loop (void)
+{
+    return mx_metrics_counter ("msgx_crash_loop_total",
+                               "Heads quarantined as DEAD(EXHAUSTED) crash-loop: started msgx.pipeline.crash-loop-starts"
+                               " times without an outcome", NULL);
 }

@@ -1535,6 +1535,8 @@ s_check_pipeline (const mx_config_t *self, zlist_t *problems)
     s_duration_range (self, problems, S_IDX (pipeline_backoff_cap_ms), 1, INT64_MAX);
     s_duration_range (self, problems, S_IDX (pipeline_head_deadline), 1, INT64_MAX);
     s_duration_range (self, problems, S_IDX (pipeline_max_commit_delay), 1, INT64_MAX);
+    s_int_range (self, problems, S_IDX (pipeline_crash_loop_starts), 1, INT32_MAX);
+    s_duration_range (self, problems, S_IDX (pipeline_message_deadline), 1000, INT64_MAX);
     if (self->pipeline_overdue_backfill < MX_CONFIG_OVERDUE_BACKFILL_FLOOR_MS)
         s_problem (self, problems, S_IDX (pipeline_overdue_backfill),
                    "below its floor of 1 day (1d); it must outlast backfill retries, never lower it for speed");
@@ -1547,6 +1549,7 @@ s_check_pipeline (const mx_config_t *self, zlist_t *problems)
                    "must not be below msgx.pipeline.backfill-backoff");
     s_int_range (self, problems, S_IDX (pipeline_delivery_batch), 1, INT64_MAX);
     s_int_range (self, problems, S_IDX (pipeline_process_batch), 1, 10000);
+    s_int_range (self, problems, S_IDX (pipeline_batch_bytes), 65536, INT64_MAX);
     s_int_range (self, problems, S_IDX (pipeline_delivery_drain_rounds), 1, INT64_MAX);
     s_check_cutover (self, problems);
     s_int_range (self, problems, S_IDX (pipeline_late_detect_batch), 1, INT64_MAX);

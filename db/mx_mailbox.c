@@ -74,10 +74,18 @@ static const char *s_sql [S_STMT_COUNT] = {
     [S_EXISTING] =
         "SELECT CMINMSGS_ID FROM CMINMSGS WHERE CMINMSGS_ID BETWEEN ? AND ?"
         " ORDER BY CMINMSGS_ID LIMIT ?",
+    //  The byte budget is applied by the server (the bytes of the rows
+    //  before each one, in ID order): rows past it are never sent.
     [S_READ_RANGE] =
-        "SELECT CMINMSGS_ID, LENGTH(CMINMSGS_CLOB_MSG),"
-        " CASE WHEN LENGTH(CMINMSGS_CLOB_MSG) <= ? THEN CMINMSGS_CLOB_MSG END"
-        " FROM CMINMSGS WHERE CMINMSGS_ID BETWEEN ? AND ? ORDER BY CMINMSGS_ID",
+        "SELECT m.CMINMSGS_ID, LENGTH(m.CMINMSGS_CLOB_MSG),"
+        " CASE WHEN LENGTH(m.CMINMSGS_CLOB_MSG) <= ? THEN m.CMINMSGS_CLOB_MSG END"
+        " FROM (SELECT CMINMSGS_ID AS id, ROW_NUMBER() OVER (ORDER BY CMINMSGS_ID) AS n,"
+        "        COALESCE(SUM(LENGTH(CMINMSGS_CLOB_MSG)) OVER (ORDER BY CMINMSGS_ID"
+        "                 ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before_bytes"
+        "       FROM CMINMSGS WHERE CMINMSGS_ID BETWEEN ? AND ?) w"
+        " JOIN CMINMSGS m ON m.CMINMSGS_ID = w.id"
+        " WHERE w.n = 1 OR w.before_bytes + LENGTH(m.CMINMSGS_CLOB_MSG) <= ?"
+        " ORDER BY m.CMINMSGS_ID",
     //  WIRE §1: the flag columns are written 0.
     [S_OUT_INSERT] =
         "INSERT INTO COUTMSGS (COUTMSGS_CLOB_MSG, COUTMSGS_DATE_INSERTED, ROUTINGID,"
@@ -586,6 +594,8 @@ mx_mailbox_read (mx_mailbox_t *self, int64_t id, size_t max_bytes,
 typedef struct {
     long long from, to;
     long long max_bytes;
+    long long budget;               //  bytes of text read at most (one row always)
+    int64_t until;                  //  the first id not answered for
     mx_mailbox_text_t *rows;
     size_t count;
 } s_read_range_t;
@@ -605,10 +615,11 @@ s_read_range (mx_mailbox_t *self, void *args_, char **error)
 {
     s_read_range_t *args = (s_read_range_t *) args_;
     s_read_range_reset (args);
-    MYSQL_BIND params [3];
+    MYSQL_BIND params [4];
     s_bind_longlong (&params [0], &args->max_bytes, NULL);
     s_bind_longlong (&params [1], &args->from, NULL);
     s_bind_longlong (&params [2], &args->to, NULL);
+    s_bind_longlong (&params [3], &args->budget, NULL);
     MYSQL_STMT *stmt = s_execute (self, S_READ_RANGE, params, error);
     if (!stmt)
         return -1;
@@ -676,22 +687,29 @@ s_read_range (mx_mailbox_t *self, void *args_, char **error)
     mysql_stmt_free_result (stmt);
     if (rc)
         s_read_range_reset (args);
+    //  Rows the budget left out may follow the last one sent: the ids
+    //  after it are answered for by a later read. None sent: the whole
+    //  range is empty (the first row is always sent).
+    args->until = args->count ? args->rows [args->count - 1].id + 1 : (int64_t) args->to + 1;
     return rc;
 }
 
 int
-mx_mailbox_read_range (mx_mailbox_t *self, int64_t from, int64_t to, size_t max_bytes,
-                       mx_mailbox_text_t **rows, size_t *count, char **error)
+mx_mailbox_read_range (mx_mailbox_t *self, int64_t from, int64_t to, size_t max_bytes, size_t budget,
+                       mx_mailbox_text_t **rows, size_t *count, int64_t *until, char **error)
 {
     assert (self && rows && count);
     assert (from <= to);
     s_read_range_t args = {
         .from = from, .to = to,
-        .max_bytes = max_bytes > (size_t) LLONG_MAX ? LLONG_MAX : (long long) max_bytes
+        .max_bytes = max_bytes > (size_t) LLONG_MAX ? LLONG_MAX : (long long) max_bytes,
+        .budget = budget > (size_t) LLONG_MAX ? LLONG_MAX : (long long) budget
     };
     int rc = s_run (self, s_read_range, &args, S_RETRY_ONCE, error);
     *rows = args.rows;
     *count = args.count;
+    if (until)
+        *until = args.until;
     return rc;
 }
 

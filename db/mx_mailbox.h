@@ -125,16 +125,21 @@ const char *
     mx_mailbox_failure_name (mx_mailbox_failure_t failure);
 
 //  Raw text of every row with from <= CMINMSGS_ID <= to, ascending, in one
-//  query (the processor's batches). *rows is malloc'd (free each xml, then
-//  the array); a row larger than max_bytes has xml NULL and its real size.
+//  query (the processor's batches), up to `budget` bytes in all (real
+//  sizes): the first row always, then rows while the sum stays within it
+//  (the server stops; nothing past the budget is sent). *until (may be
+//  NULL) gets the first id the answer does not cover: the last row's id +
+//  1 (to + 1 when the range holds no row). *rows is malloc'd (free each
+//  xml, then the array); a row larger than max_bytes has xml NULL and its
+//  real size.
 typedef struct {
     int64_t id;
     char *xml;
     size_t size;
 } mx_mailbox_text_t;
 
-int mx_mailbox_read_range (mx_mailbox_t *self, int64_t from, int64_t to, size_t max_bytes,
-                           mx_mailbox_text_t **rows, size_t *count, char **error);
+int mx_mailbox_read_range (mx_mailbox_t *self, int64_t from, int64_t to, size_t max_bytes, size_t budget,
+                           mx_mailbox_text_t **rows, size_t *count, int64_t *until, char **error);
 
 //  ---------------------------------------------------------------------
 //  Outbound requests (COUTMSGS, WIRE.md §1 and §9)

@@ -170,7 +170,8 @@ mx_procstate_insert_compat (PGconn *conn, int64_t msg_id, int64_t received_ms,
 //  Head and lifecycle
 
 #define S_ROW_COLUMNS "msg_id, state, attempts, " MS ("next_attempt_at") ", " MS ("processing_started_at") \
-                      ", " MS ("updated_at") ", " MS ("received_at") ", identity_key IS NOT NULL"
+                      ", " MS ("updated_at") ", " MS ("received_at") ", identity_key IS NOT NULL" \
+                      ", coalesce ((SELECT s.starts FROM proc_suspect s WHERE s.msg_id = proc_state.msg_id), 0)"
 
 //  The S_ROW_COLUMNS of row 0, starting at column `at`.
 static void
@@ -184,6 +185,7 @@ s_row_read_at (PGresult *res, int at, mx_head_t *row)
     row->updated_at = mx_pg_get_int64 (res, 0, at + 5);
     row->received_at = mx_pg_get_int64 (res, 0, at + 6);
     row->identity_bound = strcmp (PQgetvalue (res, 0, at + 7), "t") == 0;
+    row->starts = (int) mx_pg_get_int64 (res, 0, at + 8);
 }
 
 static void
@@ -244,21 +246,90 @@ s_update (PGconn *conn, const char *sql, int nparams, const char *const *params,
 }
 
 int
-mx_procstate_ready_after (PGconn *conn, int64_t after, int64_t *ids, size_t max, size_t *count, char **error)
+mx_procstate_batch_start (PGconn *conn, int64_t head, int64_t *ids, size_t max, size_t *count,
+                          int64_t now_ms, int64_t *journal, char **error)
 {
+    assert (max >= 1);
     *count = 0;
-    char after_text [MX_PG_INT64_BUFSIZE], limit [MX_PG_INT64_BUFSIZE];
-    const char *params [] = { mx_pg_int64_text (after, after_text), mx_pg_int64_text ((int64_t) max, limit) };
+    *journal = 0;
+    char head_text [MX_PG_INT64_BUFSIZE], limit [MX_PG_INT64_BUFSIZE];
+    const char *params [] = { mx_pg_int64_text (head, head_text), mx_pg_int64_text ((int64_t) max, limit) };
     PGresult *res = NULL;
     if (mx_pg_exec (conn,
-            "SELECT msg_id, state = 'PENDING' AND msg_id <= (SELECT committed_up_to FROM inbox_cursor)"
-            " FROM proc_state WHERE state IN ('PENDING', 'FAILED') AND msg_id > $1::bigint"
+            "SELECT msg_id, state = 'PENDING' AND msg_id <= (SELECT committed_up_to FROM inbox_cursor),"
+            " EXISTS (SELECT 1 FROM proc_suspect s WHERE s.msg_id = proc_state.msg_id)"
+            " FROM proc_state WHERE state IN ('PENDING', 'FAILED') AND msg_id >= $1::bigint"
             " ORDER BY msg_id LIMIT $2::bigint", 2, params, &res, error))
         return -1;
-    for (int row = 0; row < PQntuples (res) && strcmp (PQgetvalue (res, row, 1), "t") == 0; row++)
-        ids [(*count)++] = mx_pg_get_int64 (res, row, 0);
+    int rows = PQntuples (res);
+    if (rows > 0 && mx_pg_get_int64 (res, 0, 0) == head) {
+        ids [(*count)++] = head;
+        //  A suspect goes alone, and the batch stops before the next one.
+        bool head_suspect = strcmp (PQgetvalue (res, 0, 2), "t") == 0;
+        for (int row = 1; !head_suspect && row < rows; row++) {
+            if (strcmp (PQgetvalue (res, row, 1), "t") != 0 || strcmp (PQgetvalue (res, row, 2), "t") == 0)
+                break;
+            ids [(*count)++] = mx_pg_get_int64 (res, row, 0);
+        }
+    }
+    PQclear (res);
+    if (*count == 0)
+        return 0;
+    char first [MX_PG_INT64_BUFSIZE], last [MX_PG_INT64_BUFSIZE], now [MX_PG_INT64_BUFSIZE];
+    const char *insert_params [] = {
+        mx_pg_int64_text (ids [0], first), mx_pg_int64_text (ids [*count - 1], last), mx_pg_int64_text (now_ms, now)
+    };
+    if (mx_pg_exec (conn, "INSERT INTO proc_start (first_id, last_id, started_at) VALUES ($1, $2, " TS (3) ")"
+                          " RETURNING id", 3, insert_params, &res, error)) {
+        *count = 0;
+        return -1;
+    }
+    *journal = mx_pg_get_int64 (res, 0, 0);
     PQclear (res);
     return 0;
+}
+
+int
+mx_procstate_batch_end (PGconn *conn, int64_t journal, char **error)
+{
+    char id [MX_PG_INT64_BUFSIZE];
+    const char *params [] = { mx_pg_int64_text (journal, id) };
+    return mx_pg_exec (conn, "DELETE FROM proc_start WHERE id = $1", 1, params, NULL, error);
+}
+
+int
+mx_procstate_settle_starts (PGconn *conn, int *counted, char **error)
+{
+    *counted = 0;
+    PGresult *res = NULL;
+    //  One statement: a journal row is counted and gone together.
+    if (mx_pg_exec (conn,
+            "WITH gone AS (DELETE FROM proc_start RETURNING first_id, last_id)"
+            " INSERT INTO proc_suspect (msg_id, starts)"
+            " SELECT p.msg_id, count(*) FROM proc_state p JOIN gone"
+            "   ON p.msg_id BETWEEN gone.first_id AND gone.last_id"
+            " WHERE p.state IN ('PENDING', 'FAILED') GROUP BY p.msg_id"
+            " ON CONFLICT (msg_id) DO UPDATE SET starts = proc_suspect.starts + EXCLUDED.starts",
+            0, NULL, &res, error))
+        return -1;
+    *counted = atoi (PQcmdTuples (res));
+    PQclear (res);
+    return 0;
+}
+
+int
+mx_procstate_crash_loop (PGconn *conn, int64_t msg_id, int starts, int64_t now_ms, char **error)
+{
+    char id [MX_PG_INT64_BUFSIZE], now [MX_PG_INT64_BUFSIZE], starts_text [MX_PG_INT64_BUFSIZE];
+    const char *params [] = {
+        mx_pg_int64_text (msg_id, id), mx_pg_int64_text (now_ms, now), mx_pg_int64_text (starts, starts_text)
+    };
+    return s_update (conn,
+        "UPDATE proc_state SET state = 'DEAD', error_class = 'EXHAUSTED',"
+        " last_error = 'crash-loop: started ' || $3 || ' times without an outcome (the process died or hung on it)',"
+        " next_attempt_at = NULL, outcome = NULL, " S_TERMINAL_SET
+        " WHERE msg_id = $1 AND state IN ('PENDING', 'FAILED')",
+        3, params, error);
 }
 
 int
@@ -442,14 +513,17 @@ mx_procstate_replay (PGconn *conn, mx_error_class_t error_class, const int64_t *
     PGresult *res = NULL;
     //  Row locks make this wait for a backfill that holds the row, and make
     //  a later backfill see the row PENDING (and so not mark it).
+    //  Its unfinished starts go too: a replayed message starts afresh.
     int rc = mx_pg_exec (conn,
-        "UPDATE proc_state SET state = 'PENDING', attempts = 0, next_attempt_at = NULL,"
+        "WITH moved AS (UPDATE proc_state SET state = 'PENDING', attempts = 0, next_attempt_at = NULL,"
         " processing_started_at = NULL, backfill_next_at = NULL, backfill_attempts = 0,"
         " backfill_error = NULL, backfill_abandoned_at = NULL, backfill_abandoned_reason = NULL,"
         " finished_at = NULL, outcome = NULL, updated_at = " TS (3)
         " WHERE " S_REPLAYABLE " AND (($1::text IS NOT NULL AND error_class = $1)"
         "   OR msg_id = ANY ($2::bigint[]))"
-        " RETURNING msg_id",
+        " RETURNING msg_id),"
+        " cleared AS (DELETE FROM proc_suspect s USING moved WHERE s.msg_id = moved.msg_id)"
+        " SELECT msg_id FROM moved ORDER BY msg_id",
         3, params, &res, error);
     free (id_array);
     if (rc)

@@ -79,6 +79,7 @@ typedef struct {
     int64_t updated_at;
     int64_t received_at;
     bool identity_bound;
+    int starts;                 //  unfinished starts (proc_suspect): msgxd ended during its batch
 } mx_head_t;
 
 //  Lowest PENDING/FAILED row and the watermark W, read in ONE statement
@@ -89,11 +90,25 @@ int mx_procstate_head (PGconn *conn, mx_head_t *head, int64_t *w, char **error);
 //  The same, for one row (any state). Returns 1 found, 0 none, -1.
 int mx_procstate_get (PGconn *conn, int64_t msg_id, mx_head_t *row, char **error);
 
-//  The messages ready after `after`: PENDING rows in msg_id order up to
-//  W, stopping at the first FAILED one (it holds the FIFO), at most max.
-//  *count gets how many went into ids.
-int mx_procstate_ready_after (PGconn *conn, int64_t after, int64_t *ids, size_t max, size_t *count,
-                              char **error);
+//  The batch a PROCESS of `head` takes, recorded before any work: the
+//  head, then the ready messages after it (PENDING, <= W, in order,
+//  stopping at the first FAILED one or the first suspect), at
+//  most max in all; a suspect (a proc_suspect row) head goes alone. A proc_start row of the
+//  range is committed (*journal its id): a crash or a hang during the work
+//  leaves it behind. *count 0 when the head is not PENDING/FAILED any more.
+int mx_procstate_batch_start (PGconn *conn, int64_t head, int64_t *ids, size_t max, size_t *count,
+                              int64_t now_ms, int64_t *journal, char **error);
+//  The batch's proc_start row deleted: inside its business transaction (it
+//  goes with the outcomes), or after a rollback while the process runs on.
+int mx_procstate_batch_end (PGconn *conn, int64_t journal, char **error);
+//  The proc_start rows left behind by an earlier life of msgxd: one
+//  unfinished start in proc_suspect for each PENDING/FAILED message of each
+//  range, the rows deleted, in one statement. Called only while no batch is in flight. *counted gets the
+//  messages counted.
+int mx_procstate_settle_starts (PGconn *conn, int *counted, char **error);
+//  A crash-looping head: DEAD(EXHAUSTED) "crash-loop: ..." with the intent.
+//  Returns 1 written, 0 not PENDING/FAILED any more, -1.
+int mx_procstate_crash_loop (PGconn *conn, int64_t msg_id, int starts, int64_t now_ms, char **error);
 
 //  processing_started_at = now, the first time only.
 int mx_procstate_mark_started (PGconn *conn, int64_t msg_id, int64_t now_ms, char **error);

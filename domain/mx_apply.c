@@ -31,6 +31,17 @@ mx_outcome_reset (mx_outcome_t *self)
 }
 
 void
+mx_apply_msg_release_body (mx_apply_msg_t *self)
+{
+    mx_flop_destroy (&self->flop);
+    mx_schedule_destroy (&self->schedule);
+    free (self->del_flids);
+    self->del_flids = NULL;
+    self->del_count = 0;
+    mx_reference_destroy (&self->reference);
+}
+
+void
 mx_apply_msg_reset (mx_apply_msg_t *self)
 {
     mx_sis_destroy (&self->msg);
@@ -159,15 +170,17 @@ mx_apply_decode (const mx_apply_rules_t *rules, mx_apply_msg_t *self, bool prese
     const mx_sis_meta_t *meta = mx_sis_meta (self->msg);
     self->kind = mx_sis_kind (self->msg);
     mx_sis_identity (meta, rules->identity_include_day, self->key, sizeof self->key);
-    if (self->outcome.decided)
-        return;
-    if (s_ignored (rules, meta->type)) {
+    if (!self->outcome.decided && s_ignored (rules, meta->type)) {
         char detail [32];
         snprintf (detail, sizeof detail, "ignored:%s", meta->type);
         mx_outcome_set (&self->outcome, MX_STATE_SKIPPED, MX_ERR_NONE, NULL, detail);
-        return;
     }
-    s_decode_body (rules, self);
+    if (!self->outcome.decided)
+        s_decode_body (rules, self);
+    //  What is decoded no longer needs the tree; a schedule response is
+    //  decoded later, once it answers a request (mx_apply_response).
+    if (self->kind != MX_SIS_KIND_SCHD_RESP)
+        mx_sis_drop_tree (self->msg);
 }
 
 void

@@ -85,6 +85,9 @@ typedef struct {
 } mx_apply_msg_t;
 
 void mx_apply_msg_reset (mx_apply_msg_t *self);
+//  Frees the decoded body (flop, schedule, deletions, reference list) once
+//  it is applied and written; the envelope, the key and the outcome stay.
+void mx_apply_msg_release_body (mx_apply_msg_t *self);
 
 //  FAILED after attempts at or over the limit: DEAD(EXHAUSTED) before any
 //  work. True when this settles the message.

@@ -936,6 +936,15 @@ mx_sis_body (const mx_sis_msg_t *self)
 }
 
 void
+mx_sis_drop_tree (mx_sis_msg_t *self)
+{
+    assert (self);
+    xmlFreeDoc (self->doc);
+    self->doc = NULL;
+    self->body = NULL;
+}
+
+void
 mx_sis_set_payload (mx_sis_msg_t *self, void *payload, void (*free_fn) (void *))
 {
     assert (self);

@@ -136,6 +136,12 @@ mx_sis_kind_t
 xmlNodePtr
     mx_sis_body (const mx_sis_msg_t *self);
 
+//  Frees the parsed tree (a tree is some 30 times its text) once the body
+//  is decoded: the envelope (meta, kind) and the payload stay; mx_sis_body
+//  is NULL from then on.
+void
+    mx_sis_drop_tree (mx_sis_msg_t *self);
+
 //  Attach a decoded body; destroy calls free_fn (payload) if free_fn is not
 //  NULL. Replaces, and frees, a payload attached before.
 void

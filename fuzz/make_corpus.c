@@ -1,6 +1,6 @@
 /*  make_corpus - seed corpora for the fuzz targets.
 
-    usage: make_corpus SIS_DIR COMPAT_DIR [SAMPLES_DIR]
+    usage: make_corpus SIS_DIR COMPAT_DIR [SAMPLES_DIR [ADMIN_DIR]]
 
     SIS_DIR gets every sample message and generated messages of every kind
     of mx_gen (schedules, FLOP updates of every subtype, FDEL in both forms,
@@ -8,7 +8,9 @@
     schedule deletions, hostile). COMPAT_DIR gets requests in the input
     format of fuzz_compat_body ("type\nlength\nbody") built from the same
     messages with the media types clients send. Files are named by content
-    hash, so running it twice adds nothing.
+    hash, so running it twice adds nothing. ADMIN_DIR gets admin requests
+    in the input format of fuzz_admin_request (frames separated by NUL):
+    every verb of mx_admin.def with the argument shapes msgxctl sends.
 */
 #include <errno.h>
 #include <dirent.h>
@@ -19,6 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "mx_cmd.h"
 #include "mx_gen.h"
 
 //  Inputs longer than the fuzzers' -max_len are only cut by libFuzzer.
@@ -184,11 +187,42 @@ s_mkdirs (const char *path)
     free (copy);
 }
 
+//  Argument objects of the shapes msgxctl sends, tried with every verb.
+static const char *s_admin_args [] = {
+    "{}", "{\"ids\":[1839190,1839191],\"dry_run\":true,\"os_user\":\"ops\"}",
+    "{\"class\":\"EXHAUSTED\",\"yes\":true,\"os_user\":\"ops\"}", "{\"all\":true,\"dry_run\":false}",
+    "{\"events\":true,\"limit\":100,\"after\":6}", "{\"msg_id\":120}", "{\"watermark\":\"max\"}",
+    "{\"kind\":\"schedule\",\"from\":\"2021-01-23T00:00\",\"to\":\"2021-01-23T23:59\"}",
+    "{\"kind\":\"reference\",\"list\":\"GLST\"}"
+};
+
+static int
+s_admin (const char *dir, size_t *count)
+{
+    s_mkdirs (dir);
+    for (int verb = 0; verb < MX_ADMIN_COUNT; verb++)
+        for (size_t a = 0; a < sizeof s_admin_args / sizeof s_admin_args [0]; a++) {
+            const char *name = mx_admin_verb ((mx_admin_t) verb);
+            size_t size = strlen (name) + 1 + strlen (s_admin_args [a]);
+            char *input = malloc (size + 1);
+            if (!input)
+                return -1;
+            memcpy (input, name, strlen (name) + 1);
+            memcpy (input + strlen (name) + 1, s_admin_args [a], strlen (s_admin_args [a]));
+            int rc = s_write (dir, "admin", input, size);
+            free (input);
+            if (rc)
+                return -1;
+            (*count)++;
+        }
+    return 0;
+}
+
 int
 main (int argc, char *argv [])
 {
-    if (argc < 3 || argc > 4) {
-        fprintf (stderr, "usage: make_corpus SIS_DIR COMPAT_DIR [SAMPLES_DIR]\n");
+    if (argc < 3 || argc > 5) {
+        fprintf (stderr, "usage: make_corpus SIS_DIR COMPAT_DIR [SAMPLES_DIR [ADMIN_DIR]]\n");
         return 2;
     }
     s_mkdirs (argv [1]);
@@ -197,6 +231,8 @@ main (int argc, char *argv [])
     if (argc == 4 && s_samples (argv [3], argv [1], argv [2], &count))
         return 1;
     if (s_generated (argv [1], argv [2], &count))
+        return 1;
+    if (argc == 5 && s_admin (argv [4], &count))
         return 1;
     printf ("make_corpus: %zu seed input(s) in %s and %s\n", count, argv [1], argv [2]);
     return 0;

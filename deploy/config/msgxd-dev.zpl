@@ -134,6 +134,24 @@ msgx
         #   it for long planned outages.
         head-deadline = 10m
 
+        #   a head started this many times without an outcome (the process died
+        #   or hung on it) becomes DEAD(EXHAUSTED) crash-loop.
+        #   Integer; default 3; environment MSGX_PIPELINE_CRASH_LOOP_STARTS.
+        #   Each count is one death of msgxd (a crash, a kill, the watchdog)
+        #   with the message in hand. Keep it below the supervisor's start limit
+        #   (systemd StartLimitBurst, 5 in the shipped unit), or the unit gives
+        #   up before the message is quarantined.
+        crash-loop-starts = 3
+
+        #   longest one PROCESS (a message or its batch) may take; past it msgxd
+        #   exits for its supervisor to restart it.
+        #   Duration (500ms, 30s, 10m, 2h, 30d); default 60s; environment
+        #   MSGX_PIPELINE_MESSAGE_DEADLINE.
+        #   Well above the slowest healthy batch (a full process-batch takes
+        #   about a second); a hang past it makes msgxd exit for its supervisor.
+        #   Raise it with process-batch or statement-timeout.
+        message-deadline = 60s
+
         #   age after which a hole in the mailbox IDs is released.
         #   Duration (500ms, 30s, 10m, 2h, 30d); default 5m; environment
         #   MSGX_PIPELINE_MAX_COMMIT_DELAY.
@@ -207,6 +225,15 @@ msgx
         #   of the database, 1 to rule batching out while diagnosing. At most
         #   10000.
         process-batch = 2000
+
+        #   raw text bytes a processing batch (and its read-ahead) holds at
+        #   most; a message larger than this goes alone.
+        #   Integer, bytes; default 4194304; environment
+        #   MSGX_PIPELINE_BATCH_BYTES.
+        #   Bounds the processor's memory: a batch and its read-ahead hold at
+        #   most this much raw text (their decoded state is a few times less).
+        #   Raise only with memory to spare and large messages.
+        batch-bytes = 4194304
 
         #   one-time seeding of a fresh instance: empty (none), min, zero, max
         #   or a mailbox ID.

@@ -379,7 +379,7 @@ test_read_range_across_a_wide_gap (void **state)
     mx_mailbox_text_t *rows = NULL;
     size_t count = 0;
     char *error = NULL;
-    assert_int_equal (mx_mailbox_read_range (mailbox, 1, 2000000000, 8, &rows, &count, &error), 0);
+    assert_int_equal (mx_mailbox_read_range (mailbox, 1, 2000000000, 8, SIZE_MAX, &rows, &count, NULL, &error), 0);
     assert_null (error);
     assert_int_equal (count, 304);
     assert_int_equal (rows [0].id, 1);
@@ -399,9 +399,26 @@ test_read_range_across_a_wide_gap (void **state)
     free (rows);
 
     //  Nothing in the range: no rows, no error.
-    assert_int_equal (mx_mailbox_read_range (mailbox, 6, 999, 100, &rows, &count, &error), 0);
+    int64_t until = 0;
+    assert_int_equal (mx_mailbox_read_range (mailbox, 6, 999, 100, SIZE_MAX, &rows, &count, &until, &error), 0);
     assert_int_equal (count, 0);
+    assert_int_equal (until, 1000);
     assert_null (error);
+    free (rows);
+
+    //  A byte budget: 4 + 4 bytes, the next row (11 bytes, too long to be
+    //  read) would pass 10; the first row is read whatever its size.
+    assert_int_equal (mx_mailbox_read_range (mailbox, 1, 2000000000, 8, 10, &rows, &count, &until, &error), 0);
+    assert_int_equal (count, 2);
+    assert_int_equal (rows [1].id, 3);
+    assert_int_equal (until, 4);
+    for (size_t i = 0; i < count; i++)
+        free (rows [i].xml);
+    free (rows);
+    assert_int_equal (mx_mailbox_read_range (mailbox, 1000, 2000000000, 8, 1, &rows, &count, &until, &error), 0);
+    assert_int_equal (count, 1);
+    assert_int_equal (until, 1001);
+    free (rows [0].xml);
     free (rows);
     mx_mailbox_destroy (&mailbox);
     mx_config_destroy (&config);

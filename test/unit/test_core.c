@@ -12,6 +12,7 @@
 #include "mx_backoff.h"
 #include "mx_cidr.h"
 #include "mx_clock.h"
+#include "mx_admin.h"
 #include "mx_cmd.h"
 #include "mx_log.h"
 #include "mx_text.h"
@@ -232,6 +233,59 @@ test_command_tables_are_complete (void **state)
     assert_int_equal (mx_admin_lookup ("rm -rf"), MX_ADMIN_UNKNOWN);
 }
 
+//  Decodes frames given as one string with '|' between them.
+static char *
+s_admin_decode (const char *frames_text, mx_admin_request_t *request)
+{
+    zmsg_t *frames = zmsg_new ();
+    char *copy = strdup (frames_text);
+    char *save = NULL;
+    for (char *frame = strtok_r (copy, "|", &save); frame; frame = strtok_r (NULL, "|", &save))
+        zmsg_addstr (frames, frame);
+    char *refused = mx_admin_request_decode (frames, request);
+    zmsg_destroy (&frames);
+    free (copy);
+    return refused;
+}
+
+static void
+test_admin_requests_decoded_or_refused_in_one_safe_line (void **state)
+{
+    (void) state;
+    mx_admin_request_t request;
+    assert_null (s_admin_decode ("replay|{\"ids\":[3,4],\"dry_run\":true}", &request));
+    assert_int_equal (request.verb, MX_ADMIN_REPLAY);
+    assert_string_equal (request.args_text, "{\"ids\":[3,4],\"dry_run\":true}");
+    int64_t *ids = NULL;
+    size_t count = 0;
+    assert_null (mx_admin_ids (json_object_get (request.args, "ids"), "replay --id", "message", &ids, &count));
+    assert_int_equal (count, 2);
+    assert_int_equal (ids [1], 4);
+    free (ids);
+    mx_admin_request_reset (&request);
+    const struct { const char *frames, *refusal; } refused [] = {
+        { "status", "malformed request: expected verb + one JSON object of arguments" },
+        { "status|[]", "malformed request: expected verb + one JSON object of arguments" },
+        { "status|{}|more", "malformed request: expected verb + one JSON object of arguments" },
+        { "replay|{\"ids\":[1],\"ids\":[2]}", "malformed request: expected verb + one JSON object of arguments" },
+        { "reboot|{}", "unknown command 'reboot'" },
+        //  Bytes that could break the reply line are never echoed.
+        { "status\nrm -rf /|{}", "unknown command (15 bytes that are no verb name)" },
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused [0]; i++) {
+        char *line = s_admin_decode (refused [i].frames, &request);
+        assert_non_null (line);
+        assert_string_equal (line, refused [i].refusal);
+        assert_null (request.args);
+        free (line);
+    }
+    json_t *zero = json_pack ("[i]", 0);
+    char *line = mx_admin_ids (zero, "replay --id", "message", &ids, &count);
+    assert_string_equal (line, "message IDs must be positive integers");
+    free (line);
+    json_decref (zero);
+}
+
 static void
 test_command_round_trip (void **state)
 {
@@ -362,6 +416,7 @@ main (void)
         cmocka_unit_test (test_command_round_trip),
         cmocka_unit_test (test_text_escape_controls),
         cmocka_unit_test (test_cidr_list),
+        cmocka_unit_test (test_admin_requests_decoded_or_refused_in_one_safe_line),
     };
     int failed = cmocka_run_group_tests (tests, NULL, NULL);
     zsys_shutdown ();

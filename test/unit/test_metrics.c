@@ -143,6 +143,7 @@ test_standard (void **state)
     assert_non_null (strstr (text, "# TYPE msgx_pipeline_hole_aged_out_total counter\n"
                                    "msgx_pipeline_hole_aged_out_total 0\n"));
     assert_non_null (strstr (text, "msgx_pipeline_late_arrival_detected_total 0\n"));
+    assert_non_null (strstr (text, "msgx_crash_loop_total 0\n"));
     assert_non_null (strstr (text, "msgx_events_sent_total{target=\"KAFKA:msg\"} 5\n"));
     assert_non_null (strstr (text, "msgx_events_sent_total{target=\"KAFKA:schd\"} 0\n"));
     assert_non_null (strstr (text, "msgx_messages_total{type=\"FLOP\",state=\"SUCCEEDED\"} 2\n"));
