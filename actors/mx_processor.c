@@ -25,6 +25,7 @@
 #include "mx_log.h"
 #include "mx_metrics.h"
 #include "mx_mailbox.h"
+#include "mx_rawstore.h"
 #include "mx_pg.h"
 #include "mx_procstate.h"
 #include "mx_requests.h"
@@ -465,12 +466,19 @@ s_prepare_one (s_processor_t *self, mx_apply_msg_t *m, s_result_t *result)
     }
     char *xml = NULL;
     size_t size = 0;
-    int raw = mx_mailbox_read (self->mailbox, msg_id, rules.max_bytes, &xml, &size, &error);
+    mx_raw_source_t source;
+    int raw = mx_rawstore_load (self->pg, self->mailbox, msg_id, rules.max_bytes, &xml, &size, &source, &error);
     if (raw < 0) {
-        char *text = zsys_sprintf ("mailbox read failed: %s", error);
+        char *text = zsys_sprintf ("raw text read failed: %s", error);
         free (error);
         *result = s_fail (self, msg_id, MX_ERR_INFRA, text);
         free (text);
+        return false;
+    }
+    if (source == MX_RAW_MAILBOX && xml && self->config->pipeline_raw_retention > 0
+    &&  mx_rawstore_keep (self->pg, msg_id, xml, size, now, &error)) {
+        free (xml);
+        *result = s_broken (msg_id, "cannot keep the raw text", error);
         return false;
     }
     mx_apply_decode (&rules, m, raw > 0, xml, size);
@@ -625,6 +633,8 @@ typedef struct {
     int *states, *attempts;
     mx_mailbox_text_t *raw;
     size_t raw_count;
+    int64_t *retained;          //  ids of the batch's range kept already, ascending
+    size_t retained_count;
     s_ahead_t *ahead;           //  the read-ahead, when it holds the batch
     mx_flightset_t *flights;
     int64_t now;
@@ -640,11 +650,78 @@ s_bulk_destroy (s_bulk_t *bulk)
     for (size_t r = 0; r < bulk->raw_count; r++)
         free (bulk->raw [r].xml);
     free (bulk->raw);
+    free (bulk->retained);
     free (bulk->items);
     free (bulk->messages);
     free (bulk->states);
     free (bulk->attempts);
     mx_flightset_destroy (&bulk->flights);
+}
+
+static int
+s_by_id (const void *a, const void *b)
+{
+    int64_t x = ((const mx_mailbox_text_t *) a)->id, y = ((const mx_mailbox_text_t *) b)->id;
+    return (x > y) - (x < y);
+}
+
+//  The retained copies of the batch's range: a message read again (a
+//  replay) takes its text from there when the mailbox has lost the row,
+//  and is not kept twice. Usually none: one probe of the primary key.
+static int
+s_bulk_retained (s_processor_t *self, s_bulk_t *bulk, char **error)
+{
+    mx_mailbox_text_t *kept = NULL;
+    size_t kept_count = 0;
+    if (mx_rawstore_read_range (self->pg, bulk->ids [0], bulk->ids [bulk->count - 1],
+                                (size_t) self->config->codec_max_message_bytes, &kept, &kept_count, error))
+        return -1;
+    bulk->retained = (int64_t *) calloc (kept_count + 1, sizeof (int64_t));
+    assert (bulk->retained);
+    size_t added = 0, r = 0;
+    for (size_t k = 0; k < kept_count; k++) {
+        bulk->retained [bulk->retained_count++] = kept [k].id;
+        while (r < bulk->raw_count && bulk->raw [r].id < kept [k].id)
+            r++;
+        if (r < bulk->raw_count && bulk->raw [r].id == kept [k].id)
+            free (kept [k].xml);                //  the mailbox row says the same
+        else
+            kept [added++] = kept [k];
+    }
+    if (added) {
+        bulk->raw = (mx_mailbox_text_t *) realloc (bulk->raw, (bulk->raw_count + added) * sizeof (mx_mailbox_text_t));
+        assert (bulk->raw);
+        memcpy (bulk->raw + bulk->raw_count, kept, added * sizeof (mx_mailbox_text_t));
+        bulk->raw_count += added;
+        qsort (bulk->raw, bulk->raw_count, sizeof (mx_mailbox_text_t), s_by_id);
+    }
+    free (kept);
+    return 0;
+}
+
+//  Keeps the raw texts of the messages the batch settles that have no
+//  copy yet, in one COPY (before the events' COPY on the same connection).
+static int
+s_bulk_keep (s_processor_t *self, s_bulk_t *bulk, char **error)
+{
+    if (self->config->pipeline_raw_retention <= 0 || bulk->prefix == 0)
+        return 0;
+    mx_mailbox_text_t *rows = (mx_mailbox_text_t *) calloc (bulk->prefix + 1, sizeof (mx_mailbox_text_t));
+    assert (rows);
+    size_t count = 0, k = 0;
+    for (size_t i = 0; i < bulk->prefix; i++) {
+        const s_item_t *item = &bulk->items [i];
+        if (!item->present || !item->xml)
+            continue;
+        while (k < bulk->retained_count && bulk->retained [k] < item->m.msg_id)
+            k++;
+        if (k < bulk->retained_count && bulk->retained [k] == item->m.msg_id)
+            continue;
+        rows [count++] = (mx_mailbox_text_t) { item->m.msg_id, (char *) item->xml, item->size };
+    }
+    int rc = mx_rawstore_keep_many (self->pg, rows, count, bulk->now, error);
+    free (rows);
+    return rc;
 }
 
 //  The rows' states and the raw texts: decoded already if the read-ahead
@@ -666,11 +743,12 @@ s_bulk_read (s_processor_t *self, s_bulk_t *bulk, char **error)
     }
     if (mx_bulk_start (self->pg, bulk->ids, bulk->count, bulk->states, bulk->attempts, error))
         return -1;
-    if (!bulk->ahead)
-        return mx_mailbox_read_range (self->mailbox, bulk->ids [0], bulk->ids [bulk->count - 1],
-                                      (size_t) self->config->codec_max_message_bytes,
-                                      &bulk->raw, &bulk->raw_count, error);
-    return 0;
+    if (!bulk->ahead
+    &&  mx_mailbox_read_range (self->mailbox, bulk->ids [0], bulk->ids [bulk->count - 1],
+                               (size_t) self->config->codec_max_message_bytes,
+                               &bulk->raw, &bulk->raw_count, error))
+        return -1;
+    return s_bulk_retained (self, bulk, error);
 }
 
 //  Decode in order, up to the first message the bulk path cannot settle
@@ -797,7 +875,7 @@ static int
 s_bulk_steps (s_processor_t *self, s_bulk_t *bulk, char **error)
 {
     int64_t *phase = bulk->phase;
-    if (s_bulk_identities (self, bulk, error))
+    if (s_bulk_identities (self, bulk, error) || s_bulk_keep (self, bulk, error))
         return -1;
     phase [3] = zclock_usecs ();
     for (size_t i = 0; i < bulk->prefix; i++)

@@ -144,6 +144,9 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
     S_ADVICE (pipeline_late_detect_ids) =
         "Bounds one round's mailbox reads (pages of 256 IDs); every ID of every released hole is "
         "still covered, a wide one over several rounds. Rarely changed.",
+    S_ADVICE (pipeline_raw_retention) =
+        "Long enough to repeat any replay, shadow run or comparison you may need (7d covers a week "
+        "of cutover work); each message costs about its compressed size (docs/performance.md).",
     S_ADVICE (pipeline_ignore_types) =
         "Change only with the integration team: a listed type never reaches Kafka.",
     S_ADVICE (operation_day_zone) =
@@ -192,6 +195,11 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
     S_ADVICE (shadow) =
         "true on a shadow instance that reads the production mailbox beside the live system: it "
         "writes no mark, no compat row and no request.",
+    S_ADVICE (shadow_topic_suffix) =
+        "Keep the default unless the shadow topics need another name; never empty on a shadow "
+        "instance (it would publish to the production topics, which msgxd refuses).",
+    S_ADVICE (shadow_publish) =
+        "false when the shadow run is compared from the database alone and no topic should be written.",
     S_ADVICE (requests_timeout) =
         "Match the upstream's usual answer time for schedule and reference requests.",
     S_ADVICE (requests_daily_schedule_at) =
