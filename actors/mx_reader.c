@@ -173,6 +173,13 @@ s_status (s_reader_t *self)
         "pipeline", "paused", json_is_true (json_object_get (self->instance, "paused")),
         "actors", actors ? json_incref (actors) : json_array ());
     json_object_set_new (status, "pid", json_integer (getpid ()));
+    //  Where events go, so a shadow instance is never taken for the live one.
+    char topic_msg [MX_CONFIG_TOPIC_BUFSIZE], topic_schd [MX_CONFIG_TOPIC_BUFSIZE];
+    json_object_set_new (status, "shadow", json_boolean (self->config->shadow));
+    json_object_set_new (status, "topics", mx_config_publishes (self->config)
+        ? json_pack ("{s:s,s:s}", "msg", mx_config_topic (self->config, false, topic_msg),
+                     "schd", mx_config_topic (self->config, true, topic_schd))
+        : json_null ());
 
     char *error = NULL;
     const char *pg_state = "ok";

@@ -380,6 +380,14 @@ s_print_status (json_t *status)
             s_text (json_object_get (status, "role"), "?"),
             json_integer_value (json_object_get (status, "pid")),
             s_text (json_object_get (status, "instance"), "?"), uptime);
+    if (json_is_true (json_object_get (status, "shadow"))) {
+        json_t *topics = json_object_get (status, "topics");
+        if (json_is_object (topics))
+            printf ("shadow      SHADOW instance: nothing written to the shared mailbox; events to %s and %s\n",
+                    s_text (json_object_get (topics, "msg"), "?"), s_text (json_object_get (topics, "schd"), "?"));
+        else
+            printf ("shadow      SHADOW instance: nothing written to the shared mailbox; no event published\n");
+    }
 
     json_t *pipeline = json_object_get (status, "pipeline");
     printf ("pipeline    %s; actors:", json_is_true (json_object_get (pipeline, "paused")) ? "paused" : "running");
@@ -826,6 +834,11 @@ s_watch_draw (s_watch_t *self, json_t *status, const char *endpoint)
         snprintf (unmarked_text, sizeof unmarked_text, "%" JSON_INTEGER_FORMAT,
                   json_integer_value (json_object_get (backlog_json, "unmarked")));
     const char *role = s_text (json_object_get (status, "role"), "?");
+    char shadow_role [64];
+    if (json_is_true (json_object_get (status, "shadow"))) {
+        snprintf (shadow_role, sizeof shadow_role, "%s-SHADOW", role);
+        role = shadow_role;
+    }
     bool paused = json_is_true (json_object_get (json_object_get (status, "pipeline"), "paused"));
     int percent = (int) (progress * 100.0);
 

@@ -608,9 +608,18 @@ main (int argc, char **argv)
     }
     zsys_handler_set (NULL);
     zsys_init ();
+    mx_log_set_shadow (config->shadow);
     mx_log_start (2, 65536);
     mx_info (ACTOR, "msgxd %s (commit %s) starting: profile %s, pid %d", MX_VERSION, MX_COMMIT,
              config->profile, (int) getpid ());
+    char topic_msg [MX_CONFIG_TOPIC_BUFSIZE], topic_schd [MX_CONFIG_TOPIC_BUFSIZE];
+    mx_config_topic (config, false, topic_msg);
+    mx_config_topic (config, true, topic_schd);
+    if (config->shadow)
+        mx_warn (ACTOR, "SHADOW instance: nothing is written to the shared mailbox; %s%s%s%s",
+                 mx_config_publishes (config) ? "events go to the shadow topics " : "no event is published",
+                 mx_config_publishes (config) ? topic_msg : "", mx_config_publishes (config) ? " and " : "",
+                 mx_config_publishes (config) ? topic_schd : "");
 
     int exit_code = 0;
     mx_kafka_embedded_t *kafka = NULL;
@@ -619,7 +628,7 @@ main (int argc, char **argv)
         kafka_description = zsys_sprintf ("brokers %s", config->kafka_bootstrap_servers);
     else {
         //  Validation already refused prod without brokers.
-        const char *topics [] = { config->kafka_topic_msg, config->kafka_topic_schd, NULL };
+        const char *topics [] = { topic_msg, topic_schd, NULL };
         char *error = NULL;
         kafka = mx_kafka_embedded_new (1, topics, 3, &error);
         if (!kafka) {

@@ -52,6 +52,9 @@ int mx_log_start (int fd, size_t queue_lines);
 void mx_log_stop (void);
 
 void mx_log_set_level (mx_log_level_t level);
+//  A shadow instance: every line carries "shadow":true (SHADOW=true in the
+//  journal), so no line of a shadow run passes for the live system's.
+void mx_log_set_shadow (bool shadow);
 //  "debug" | "info" | "warn" | "error"; returns -1 for anything else.
 int mx_log_level_parse (const char *text, mx_log_level_t *level);
 
