@@ -154,9 +154,9 @@ s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
             self->bootstrap = self->args->kafka_bootstrap && *self->args->kafka_bootstrap
                             ? self->args->kafka_bootstrap : self->config->kafka_bootstrap_servers;
             if (!mx_config_publishes (self->config)) {
-                mx_warn (ACTOR, "shadow mode (msgx.shadow.publish = false): nothing is published, "
+                mx_warn (ACTOR, "shadow mode (msgx.shadow-publish = false): nothing is published, "
                                 "%s events stay PENDING in this instance's outbox", "KAFKA:schd");
-                mx_actor_reply_started (self->pipe, "shadow mode: nothing is published (msgx.shadow.publish = false)");
+                mx_actor_reply_started (self->pipe, "shadow mode: nothing is published (msgx.shadow-publish = false)");
                 break;
             }
             char *error = NULL;

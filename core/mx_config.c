@@ -1360,7 +1360,7 @@ s_check_shadow (const mx_config_t *self, zlist_t *errors)
     if (*self->shadow_topic_suffix == '\0') {
         s_problem (self, errors, S_IDX (shadow_topic_suffix),
                    "msgx.shadow = true would publish to the production topics: set a suffix"
-                   " (e.g. .shadow) or msgx.shadow.publish = false");
+                   " (e.g. .shadow) or msgx.shadow-publish = false");
         return;
     }
     char topic [MX_CONFIG_TOPIC_BUFSIZE];

@@ -106,12 +106,12 @@ void mx_config_print_man (FILE *out);
 const char *mx_config_env_name (const char *key, char *buf, size_t size);
 
 //  The Kafka topic of KAFKA:msg (schd false) or KAFKA:schd (schd true) as
-//  msgxd publishes to it: the configured name, with msgx.shadow.topic-suffix
+//  msgxd publishes to it: the configured name, with msgx.shadow-topic-suffix
 //  appended on a shadow instance. The one place that decides it. Returns buf.
 #define MX_CONFIG_TOPIC_BUFSIZE 512
 const char *mx_config_topic (const mx_config_t *self, bool schd, char buf [MX_CONFIG_TOPIC_BUFSIZE]);
 
-//  False only on a shadow instance with msgx.shadow.publish = false: its
+//  False only on a shadow instance with msgx.shadow-publish = false: its
 //  events stay in its own outbox and no topic is written.
 bool mx_config_publishes (const mx_config_t *self);
 

@@ -388,21 +388,20 @@ msgx
     #   live system: it writes no mark, no compat row and no request.
     shadow = false
 
-    shadow
-        #   shadow mode: appended to both Kafka topic names, so nothing reaches
-        #   the production topics.
-        #   Text; default .shadow; environment MSGX_SHADOW_TOPIC_SUFFIX.
-        #   Keep the default unless the shadow topics need another name; never
-        #   empty on a shadow instance (it would publish to the production
-        #   topics, which msgxd refuses).
-        topic-suffix = .shadow
+    #   shadow mode: appended to both Kafka topic names, so nothing reaches the
+    #   production topics.
+    #   Text; default .shadow; environment MSGX_SHADOW_TOPIC_SUFFIX.
+    #   Keep the default unless the shadow topics need another name; never empty
+    #   on a shadow instance (it would publish to the production topics, which
+    #   msgxd refuses).
+    shadow-topic-suffix = .shadow
 
-        #   shadow mode: false publishes nothing at all (events stay in the
-        #   outbox, marked SENT unpublished).
-        #   True or false; default true; environment MSGX_SHADOW_PUBLISH.
-        #   false when the shadow run is compared from the database alone and no
-        #   topic should be written.
-        publish = true
+    #   shadow mode: false publishes nothing at all (the events stay PENDING in
+    #   the instance's own outbox).
+    #   True or false; default true; environment MSGX_SHADOW_PUBLISH.
+    #   false when the shadow run is compared from the database alone and no
+    #   topic should be written.
+    shadow-publish = true
 
     requests
         #   an open request without answer expires after this.

@@ -273,7 +273,7 @@ static void
 test_shadow_without_publishing_writes_no_topic (void **state)
 {
     fixture_t *fx = *state;
-    s_set (fx->config, "msgx.shadow.publish", "false");
+    s_set (fx->config, "msgx.shadow-publish", "false");
     char *before = s_mailbox_checksum (fx);
     s_start (fx);
     s_drain (fx, false);
@@ -305,26 +305,26 @@ test_shadow_on_the_production_topics_is_refused (void **state)
     s_set (config, "msgx.profile", "prod");
     s_set (config, "msgx.kafka.bootstrap-servers", "127.0.0.1:9092");
     s_set (config, "msgx.shadow", "true");
-    s_set (config, "msgx.shadow.topic-suffix", "");
+    s_set (config, "msgx.shadow-topic-suffix", "");
     zlist_t *errors = zlist_new ();
     zlist_autofree (errors);
     assert_int_not_equal (mx_config_validate (config, errors), 0);
     bool named = false;
     for (char *line = zlist_first (errors); line; line = zlist_next (errors))
-        named |= strstr (line, "msgx.shadow.topic-suffix") && strstr (line, "production topics");
+        named |= strstr (line, "msgx.shadow-topic-suffix") && strstr (line, "production topics");
     assert_true (named);
     zlist_destroy (&errors);
     //  Not publishing at all is a choice: accepted as far as shadow goes.
-    s_set (config, "msgx.shadow.publish", "false");
+    s_set (config, "msgx.shadow-publish", "false");
     errors = zlist_new ();
     zlist_autofree (errors);
     mx_config_validate (config, errors);
     for (char *line = zlist_first (errors); line; line = zlist_next (errors))
-        assert_null (strstr (line, "msgx.shadow.topic-suffix"));
+        assert_null (strstr (line, "msgx.shadow-topic-suffix"));
     zlist_destroy (&errors);
     //  Suffixed topics are the default.
     char buf [MX_CONFIG_TOPIC_BUFSIZE];
-    s_set (config, "msgx.shadow.topic-suffix", ".shadow");
+    s_set (config, "msgx.shadow-topic-suffix", ".shadow");
     assert_string_equal (mx_config_topic (config, false, buf), "msgx.flight.events.shadow");
     s_set (config, "msgx.shadow", "false");
     assert_string_equal (mx_config_topic (config, true, buf), "msgx.flight.state");
