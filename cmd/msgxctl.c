@@ -616,8 +616,11 @@ s_print_show (json_t *reply)
 
     json_t *raw = json_object_get (reply, "raw");
     if (json_is_string (json_object_get (raw, "xml")))
-        printf ("raw XML (%" JSON_INTEGER_FORMAT " bytes, as received):\n%s\n",
-                json_integer_value (json_object_get (raw, "bytes")), json_string_value (json_object_get (raw, "xml")));
+        printf ("raw XML (%" JSON_INTEGER_FORMAT " bytes, as received; from the %s):\n%s\n",
+                json_integer_value (json_object_get (raw, "bytes")),
+                strcmp (s_text (json_object_get (raw, "source"), "mailbox"), "retention") == 0
+                ? "retained copy" : "mailbox",
+                json_string_value (json_object_get (raw, "xml")));
     else
         printf ("raw XML     unavailable: %s\n", s_text (json_object_get (raw, "error"), "?"));
 }
