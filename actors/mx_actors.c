@@ -3,6 +3,7 @@
     pipeline (once the instance is active). See docs/architecture.md.  */
 #include "mx_actor.h"
 #include "mx_aggregator.h"
+#include "mx_control.h"
 #include "mx_backfill_actor.h"
 #include "mx_delivery.h"
 #include "mx_dispatcher.h"
@@ -55,8 +56,10 @@ mx_actors_register_metrics (void)
     mx_delivery_events_sent ("KAFKA:schd");
     mx_delivery_events_failed ("KAFKA:msg");
     mx_delivery_events_failed ("KAFKA:schd");
-    mx_processor_batch_size ();
-    mx_processor_seconds ();
+    mx_processor_register_metrics ();
+    mx_requests_register_metrics ();
+    mx_control_register_metrics ();
     mx_log_dropped_metric ();
     mx_http_register_metrics ();
+    mx_control_admin_dropped ();
 }

@@ -202,6 +202,8 @@ s_recover (s_backfill_t *self, json_t *args, bool *ok)
     *ok = false;
     json_t *id_list = json_object_get (args, "ids");
     bool all = json_is_true (json_object_get (args, "all"));
+    bool dry_run = json_is_true (json_object_get (args, "dry_run"));
+    bool yes = json_is_true (json_object_get (args, "yes"));
     const char *user = json_string_value (json_object_get (args, "os_user"));
     if (all == (id_list != NULL))
         return strdup ("backfill recover needs exactly one of --id N... or --all");
@@ -210,30 +212,38 @@ s_recover (s_backfill_t *self, json_t *args, bool *ok)
     char *refused = mx_actor_admin_ids (id_list, "backfill recover --id", "message", &ids, &count);
     if (refused)
         return refused;
+    if (!dry_run && !yes) {
+        free (ids);
+        return strdup ("backfill recover writes marks into the mailbox again: add --yes to act, "
+                       "or --dry-run to look first");
+    }
     if (s_pg (self)) {
         free (ids);
         return strdup ("PostgreSQL unreachable: nothing re-armed");
     }
-    int64_t *rearmed = NULL;
-    size_t rearmed_count = 0;
+    json_t *rows = NULL;
     char *error = NULL;
-    int rc = mx_backfill_recover (self->pg, ids, count, all, user, mx_clock_now (self->clock),
-                                  &rearmed, &rearmed_count, &error);
+    int rc = mx_backfill_recover (self->pg, ids, count, all, dry_run, user, mx_clock_now (self->clock),
+                                  &rows, &error);
     free (ids);
     if (rc) {
         char *reply = zsys_sprintf ("backfill recover failed, nothing re-armed: %s", error);
         s_problem (self, "backfill recover", error);
         return reply;
     }
+    size_t rearmed = json_array_size (rows);
     json_t *list = json_array ();
-    for (size_t i = 0; i < rearmed_count; i++)
-        json_array_append_new (list, json_integer (rearmed [i]));
-    free (rearmed);
-    json_t *reply = json_pack ("{s:i,s:o}", "rearmed", (int) rearmed_count, "msg_ids", list);
+    size_t index;
+    json_t *row;
+    json_array_foreach (rows, index, row)
+        json_array_append (list, json_object_get (row, "msg_id"));
+    json_t *reply = json_pack ("{s:b,s:i,s:o,s:o}", "dry_run", dry_run, "rearmed", dry_run ? 0 : (int) rearmed,
+                               "msg_ids", list, "rows", rows);
     char *text = json_dumps (reply, JSON_COMPACT);
     json_decref (reply);
-    mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:i,s:s}", "rearmed", (int) rearmed_count, "os_user", user ? user : ""),
-                 "backfill recover: %zu abandoned mark%s re-armed", rearmed_count, rearmed_count == 1 ? "" : "s");
+    if (!dry_run)
+        mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:i,s:s}", "rearmed", (int) rearmed, "os_user", user ? user : ""),
+                     "backfill recover: %zu abandoned mark%s re-armed", rearmed, rearmed == 1 ? "" : "s");
     *ok = true;
     return text;
 }
@@ -256,7 +266,7 @@ s_handle_admin (s_backfill_t *self, zmsg_t **rest_p)
         payload = s_recover (self, args, &ok);
     mx_cmd_send (self->pipe, MX_CMD_ADMIN_REPLY, admin.request, ok ? "OK" : "ERR", payload);
     //  Re-armed rows are due now.
-    if (ok && self->started && !self->config->shadow)
+    if (ok && !json_is_true (json_object_get (args, "dry_run")) && self->started && !self->config->shadow)
         self->next_sweep = mx_clock_now (self->clock);
     free (payload);
     json_decref (args);

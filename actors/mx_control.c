@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <grp.h>
 #include <libpq-fe.h>
+#include <pwd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -41,6 +42,10 @@ typedef struct {
     s_role_t role;
     zsock_t *admin;             //  ROUTER for msgxctl
     bool admin_ipc;             //  we created the ipc socket file
+    zactor_t *admin_auth;       //  zauth: the CURVE clients allowed on tcp
+    zsock_t *admin_monitor;     //  the admin socket's connection events
+    zhashx_t *admin_peers;      //  fd -> s_peer_t, connections seen by the monitor
+    bool admin_failed;          //  the last monitor event: a failed handshake
     PGconn *lock_conn;          //  holds the session advisory lock
     bool lock_waiting;          //  async pg_advisory_lock in flight
     int64_t retry_at;           //  next connect attempt, INT64_MAX = none
@@ -57,6 +62,27 @@ typedef struct {
 } s_control_t;
 
 static void s_set_role (s_control_t *self, s_role_t role, const char *why);
+
+static mx_metrics_counter_t *
+s_fenced_metric (void)
+{
+    return mx_metrics_counter ("msgx_instance_fenced_total",
+                               "Times the connection holding the instance lock broke while active (exit 75)", NULL);
+}
+
+static mx_metrics_counter_t *
+s_takeovers_metric (void)
+{
+    return mx_metrics_counter ("msgx_instance_takeovers_total",
+                               "Times this instance took the lock over after waiting as standby (a failover)", NULL);
+}
+
+void
+mx_control_register_metrics (void)
+{
+    s_fenced_metric ();
+    s_takeovers_metric ();
+}
 static void s_tell_reader (s_control_t *self);
 
 //  ---------------------------------------------------------------------
@@ -120,6 +146,122 @@ s_admin_permit (const char *path, const char *group, char **error)
     return 0;
 }
 
+//  A request ZeroMQ drops for its size never reaches us: its connection
+//  is closed instead. The monitor tells which connections were accepted
+//  and closed without a whole request arriving. A handshake that fails (a
+//  socket probe, a wrong CURVE key) is reported just before its
+//  disconnection, by the same I/O thread: that one is no dropped request.
+typedef struct {
+    bool spoke;                 //  a request arrived over it
+} s_peer_t;
+
+mx_metrics_counter_t *
+mx_control_admin_dropped (void)
+{
+    return mx_metrics_counter ("msgx_admin_requests_dropped_total",
+                               "Admin connections closed before a whole request arrived: larger than "
+                               "msgx.admin.max-request-bytes, or cut off", NULL);
+}
+
+static s_peer_t *
+s_admin_peer_entry (s_control_t *self, int fd)
+{
+    char key [16];
+    snprintf (key, sizeof key, "%d", fd);
+    s_peer_t *peer = (s_peer_t *) zhashx_lookup (self->admin_peers, key);
+    if (!peer) {
+        peer = (s_peer_t *) zmalloc (sizeof (s_peer_t));
+        zhashx_insert (self->admin_peers, key, peer);
+    }
+    return peer;
+}
+
+static void
+s_admin_monitor_event (s_control_t *self)
+{
+    zmsg_t *event = zmsg_recv (self->admin_monitor);
+    zframe_t *head = event ? zmsg_first (event) : NULL;
+    if (!head || zframe_size (head) != 6) {
+        zmsg_destroy (&event);
+        return;
+    }
+    uint16_t kind;
+    uint32_t fd;
+    memcpy (&kind, zframe_data (head), sizeof kind);
+    memcpy (&fd, zframe_data (head) + 2, sizeof fd);
+    bool failed = self->admin_failed;
+    self->admin_failed = kind == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL || kind == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
+                      || kind == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
+    if (kind == ZMQ_EVENT_ACCEPTED)
+        s_admin_peer_entry (self, (int) fd);
+    else
+    if (kind == ZMQ_EVENT_DISCONNECTED) {
+        char key [16];
+        snprintf (key, sizeof key, "%d", (int) fd);
+        s_peer_t *peer = (s_peer_t *) zhashx_lookup (self->admin_peers, key);
+        if (peer && !peer->spoke && !failed) {
+            mx_metrics_add (mx_control_admin_dropped (), 1);
+            mx_warn (ACTOR, "an admin connection closed before a whole request arrived "
+                     "(larger than msgx.admin.max-request-bytes, or cut off)");
+        }
+        zhashx_delete (self->admin_peers, key);
+    }
+    zmsg_destroy (&event);
+}
+
+static int
+s_admin_monitor_start (s_control_t *self, char **error)
+{
+    char endpoint [64];
+    snprintf (endpoint, sizeof endpoint, "inproc://msgx-admin-monitor-%p", (void *) self);
+    self->admin_peers = zhashx_new ();
+    zhashx_set_destructor (self->admin_peers, (zhashx_destructor_fn *) zstr_free);
+    self->admin_monitor = zsock_new (ZMQ_PAIR);
+    if (!self->admin_monitor
+    ||  zmq_socket_monitor (zsock_resolve (self->admin), endpoint,
+                            ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL
+                            | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) != 0
+    ||  zsock_connect (self->admin_monitor, "%s", endpoint) != 0) {
+        *error = zsys_sprintf ("cannot watch the admin socket: %s", zmq_strerror (zmq_errno ()));
+        return -1;
+    }
+    return 0;
+}
+
+//  CURVE on the admin socket: its key pair from server-cert, and a zauth
+//  that lets in only the clients whose public certificates are in the
+//  clients folder. Before the bind, as libzmq requires.
+static int
+s_admin_curve (s_control_t *self, char **error)
+{
+    const char *path = self->config->admin_curve_server_cert;
+    const char *clients = self->config->admin_curve_clients;
+    struct stat st;
+    errno = 0;
+    if (stat (clients, &st) != 0 || !S_ISDIR (st.st_mode)) {
+        *error = zsys_sprintf ("admin CURVE clients folder %s (msgx.admin.curve.clients): %s", clients,
+                               errno ? strerror (errno) : "not a folder");
+        return -1;
+    }
+    zcert_t *cert = zcert_load (path);
+    //  A certificate without its secret half loads with a secret of zeros.
+    if (!cert || strspn (zcert_secret_txt (cert), "0") == strlen (zcert_secret_txt (cert))) {
+        *error = zsys_sprintf ("cannot load the admin CURVE key pair %s and %s_secret (msgx.admin.curve.server-cert)",
+                               path, path);
+        zcert_destroy (&cert);
+        return -1;
+    }
+    self->admin_auth = zactor_new (zauth, NULL);
+    assert (self->admin_auth);
+    zstr_sendx (self->admin_auth, "CURVE", clients, NULL);
+    zsock_wait (self->admin_auth);
+    zcert_apply (cert, self->admin);
+    zcert_destroy (&cert);
+    zsock_set_curve_server (self->admin, 1);
+    zsock_set_zap_domain (self->admin, "msgx-admin");
+    return 0;
+}
+
 static int
 s_admin_bind (s_control_t *self, char **error)
 {
@@ -130,12 +272,26 @@ s_admin_bind (s_control_t *self, char **error)
     self->admin = zsock_new (ZMQ_ROUTER);
     assert (self->admin);
     zsock_set_linger (self->admin, 0);
+    //  A request is a verb and a small JSON object: anything larger is
+    //  dropped by ZeroMQ, with its connection, before it takes memory here.
+    zsock_set_maxmsgsize (self->admin, (int) self->config->admin_max_request_bytes);
+    if (*self->config->admin_curve_server_cert && s_admin_curve (self, error)) {
+        zsock_destroy (&self->admin);
+        zactor_destroy (&self->admin_auth);
+        return -1;
+    }
     if (zsock_bind (self->admin, "%s", endpoint) < 0) {
         *error = zsys_sprintf ("cannot bind admin endpoint %s: %s", endpoint, zmq_strerror (zmq_errno ()));
         zsock_destroy (&self->admin);
         return -1;
     }
     self->admin_ipc = ipc;
+    if (s_admin_monitor_start (self, error)) {
+        zsock_destroy (&self->admin_monitor);
+        zhashx_destroy (&self->admin_peers);
+        zsock_destroy (&self->admin);
+        return -1;
+    }
     if (ipc && s_admin_permit (endpoint + 6, self->config->admin_group, error)) {
         zsock_destroy (&self->admin);
         return -1;
@@ -381,6 +537,7 @@ s_lock_readable (s_control_t *self)
         s_lock_disconnect (self);
         if (self->role == ROLE_ACTIVE) {
             //  Fencing: another instance may own the lock by now.
+            mx_metrics_add (s_fenced_metric (), 1);
             s_fatal (self, MX_EXIT_FENCED, why);
             s_set_role (self, ROLE_FENCED, "lock lost; all writes stopped");
         }
@@ -393,8 +550,10 @@ s_lock_readable (s_control_t *self)
         free (why);
     }
     else
-    if (rc == 1)
+    if (rc == 1) {
+        mx_metrics_add (s_takeovers_metric (), 1);
         s_become_active (self);
+    }
 }
 
 static void
@@ -470,10 +629,114 @@ s_admin_route (s_control_t *self, zframe_t **identity, mx_admin_t admin, const c
     mx_cmd_send (zactor_sock (child->actor), MX_CMD_ADMIN, self->admin_sequence, mx_admin_verb (admin), args_text);
 }
 
+//  log-level: the level of every actor or of one (a name that logs: main,
+//  config, control, reader, or a child in the table), logged whatever the
+//  level with who asked. No restart, so the role and the lock stay.
+static void
+s_log_level (s_control_t *self, zframe_t **identity, json_t *args)
+{
+    const char *text = json_string_value (json_object_get (args, "level"));
+    const char *actor = json_string_value (json_object_get (args, "actor"));
+    const char *os_user = json_string_value (json_object_get (args, "os_user"));
+    mx_log_level_t level;
+    if (mx_log_level_parse (text, &level)) {
+        s_admin_reply (self, identity, "ERR", "log-level: the level must be debug, info, warn or error");
+        return;
+    }
+    bool known = !actor || streq (actor, "main") || streq (actor, "config") || streq (actor, ACTOR)
+              || streq (actor, "reader");
+    for (size_t i = 0; actor && !known && i < mx_pipeline_actor_count; i++)
+        known = streq (actor, mx_pipeline_actors [i].name);
+    if (!known) {
+        char *why = zsys_sprintf ("log-level: no actor '%.32s' (main, config, control, reader, or one of"
+                                  " msgxctl status's actors)", actor);
+        s_admin_reply (self, identity, "ERR", why);
+        free (why);
+        return;
+    }
+    json_t *before = mx_log_levels ();
+    if (actor)
+        mx_log_set_actor_level (actor, (int) level);
+    else {
+        mx_log_set_level (level);
+        mx_log_clear_actor_levels ();
+    }
+    json_t *after = mx_log_levels ();
+    char *was = json_dumps (before, JSON_COMPACT | JSON_SORT_KEYS);
+    mx_log_notice (ACTOR, json_pack ("{s:s,s:s?,s:s}", "level", text, "target_actor", actor,
+                                     "os_user", os_user ? os_user : "unknown"),
+                   "log level %s for %s%s, set by msgxctl (was %s)", text, actor ? "actor " : "every actor",
+                   actor ? actor : "", was);
+    free (was);
+    json_decref (before);
+    s_admin_reply_json (self, identity, after);
+}
+
+//  Who sent a request, as the kernel knows it: on ipc the uid and pid of
+//  the peer process (SO_PEERCRED of the connection it came over), on tcp
+//  the peer's address (loopback: mx_config_validate).
+static char *
+s_admin_peer (s_control_t *self, zmq_msg_t *part)
+{
+    if (!self->admin_ipc) {
+        int fd = zmq_msg_get (part, ZMQ_SRCFD);
+        if (fd >= 0)
+            s_admin_peer_entry (self, fd)->spoke = true;
+        //  With CURVE, zauth accepted the client by its public key.
+        const char *address = zmq_msg_gets (part, "Peer-Address");
+        const char *key = zmq_msg_gets (part, "User-Id");
+        if (self->admin_auth && key && *key)
+            return zsys_sprintf ("curve key %s, address %s", key, address ? address : "unknown");
+        return zsys_sprintf ("%saddress %s", self->admin_auth ? "curve, " : "", address ? address : "unknown");
+    }
+    int fd = zmq_msg_get (part, ZMQ_SRCFD);
+    struct ucred cred;
+    socklen_t size = sizeof cred;
+    if (fd >= 0)
+        s_admin_peer_entry (self, fd)->spoke = true;
+    if (fd < 0 || getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &size) != 0)
+        return strdup ("uid unknown");
+    char buffer [1024];
+    struct passwd entry, *account = NULL;
+    getpwuid_r (cred.uid, &entry, buffer, sizeof buffer, &account);
+    return zsys_sprintf ("uid %u (%s) pid %d", (unsigned) cred.uid, account ? account->pw_name : "no name",
+                         (int) cred.pid);
+}
+
+//  One whole request and its peer (s_admin_peer), or NULL.
+static zmsg_t *
+s_admin_recv (s_control_t *self, char **peer)
+{
+    void *handle = zsock_resolve (self->admin);
+    zmsg_t *request = zmsg_new ();
+    *peer = NULL;
+    bool more = true;
+    while (more) {
+        zmq_msg_t part;
+        zmq_msg_init (&part);
+        //  The parts of one message arrive together.
+        if (zmq_msg_recv (&part, handle, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close (&part);
+            zmsg_destroy (&request);
+            zstr_free (peer);
+            return NULL;
+        }
+        more = zmq_msg_more (&part);
+        //  The last part came off the wire (the first is the routing id
+        //  the ROUTER made): it knows the connection.
+        if (!more)
+            *peer = s_admin_peer (self, &part);
+        zmsg_addmem (request, zmq_msg_data (&part), zmq_msg_size (&part));
+        zmq_msg_close (&part);
+    }
+    return request;
+}
+
 static void
 s_handle_admin (s_control_t *self)
 {
-    zmsg_t *request = zmsg_recv (self->admin);
+    char *peer = NULL;
+    zmsg_t *request = s_admin_recv (self, &peer);
     if (!request)
         return;
     zframe_t *identity = zmsg_pop (request);
@@ -485,6 +748,7 @@ s_handle_admin (s_control_t *self)
         mx_warn (ACTOR, "dropped an admin request without a REQ envelope");
         zframe_destroy (&identity);
         zmsg_destroy (&request);
+        free (peer);
         return;
     }
     char *verb = zmsg_popstr (request);
@@ -492,6 +756,18 @@ s_handle_admin (s_control_t *self)
     json_error_t json_error;
     json_t *args = args_text ? json_loads (args_text, 0, &json_error) : NULL;
     mx_admin_t admin = mx_admin_lookup (verb);
+    if (verb)
+        mx_log_emit (MX_LOG_DEBUG, ACTOR, json_pack ("{s:s}", "verb", verb), "admin request %.64s", verb);
+    if (args && json_is_object (args)) {
+        //  The audit records the user the client claims next to the peer
+        //  the kernel vouches for.
+        const char *claimed = json_string_value (json_object_get (args, "os_user"));
+        char *who = zsys_sprintf ("%s [%s]", claimed ? claimed : "(none)", peer);
+        json_object_set_new (args, "os_user", json_string (who));
+        free (who);
+        free (args_text);
+        args_text = json_dumps (args, JSON_COMPACT);
+    }
 
     if (!verb || !args || !json_is_object (args) || zmsg_size (request) != 0) {
         s_admin_reply (self, &identity, "ERR", "malformed request: expected verb + one JSON object of arguments");
@@ -509,6 +785,9 @@ s_handle_admin (s_control_t *self)
     else
     if (strcmp (mx_admin_owner (admin), "control") != 0)
         s_admin_route (self, &identity, admin, args_text);
+    else
+    if (admin == MX_ADMIN_LOG_LEVEL)
+        s_log_level (self, &identity, args);
     else {
         assert (admin == MX_ADMIN_PAUSE || admin == MX_ADMIN_RESUME);
         bool pause = admin == MX_ADMIN_PAUSE;
@@ -523,6 +802,7 @@ s_handle_admin (s_control_t *self)
     json_decref (args);
     free (verb);
     free (args_text);
+    free (peer);
     zmsg_destroy (&request);
 }
 
@@ -635,6 +915,14 @@ s_lock_ready (void *self_, void *arg)
 }
 
 static bool
+s_admin_monitor_ready (void *self_, void *arg)
+{
+    (void) arg;
+    s_admin_monitor_event ((s_control_t *) self_);
+    return false;
+}
+
+static bool
 s_admin_ready (void *self_, void *arg)
 {
     (void) arg;
@@ -659,6 +947,8 @@ s_sources (void *self_, mx_actor_source_t *sources, size_t max)
         sources [count++] = (mx_actor_source_t) { .fd = PQsocket (self->lock_conn), .ready = s_lock_ready };
     if (self->admin && count < max)
         sources [count++] = (mx_actor_source_t) { .sock = self->admin, .ready = s_admin_ready };
+    if (self->admin_monitor && count < max)
+        sources [count++] = (mx_actor_source_t) { .sock = self->admin_monitor, .ready = s_admin_monitor_ready };
     if (self->reader.actor && count < max)
         sources [count++] = (mx_actor_source_t) {
             .sock = zactor_sock (self->reader.actor), .ready = s_child_ready, .arg = &self->reader
@@ -714,7 +1004,12 @@ mx_control_actor (zsock_t *pipe, void *args)
     zhashx_destroy (&self->admin_waiting);
     zactor_destroy (&self->reader.actor);
     s_lock_disconnect (self);
+    if (self->admin)
+        zmq_socket_monitor (zsock_resolve (self->admin), NULL, 0);
+    zsock_destroy (&self->admin_monitor);
+    zhashx_destroy (&self->admin_peers);
     zsock_destroy (&self->admin);
+    zactor_destroy (&self->admin_auth);
     if (self->admin_ipc)
         unlink (self->config->admin_endpoint + 6);
     free (self->children);

@@ -13,6 +13,7 @@
 #define MX_CONTROL_H_INCLUDED
 
 #include "mx_actor.h"
+#include "mx_metrics.h"
 
 //  Exit code after fencing (EX_TEMPFAIL): a supervisor may restart us.
 #define MX_EXIT_FENCED 75
@@ -28,5 +29,14 @@ typedef struct {
 
 //  zactor function; args is an mx_control_args_t owned by the caller.
 void mx_control_actor (zsock_t *pipe, void *args);
+
+//  msgx_instance_fenced_total (the lock connection broke while active: the
+//  instance stops and exits 75) and msgx_instance_takeovers_total (a
+//  standby was granted the lock: a failover), at 0 (msgxd's start).
+void mx_control_register_metrics (void);
+
+//  msgx_admin_requests_dropped_total: admin connections closed before a
+//  whole request arrived (over msgx.admin.max-request-bytes, or cut off).
+mx_metrics_counter_t *mx_control_admin_dropped (void);
 
 #endif

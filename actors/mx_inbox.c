@@ -296,7 +296,7 @@ mx_inbox_seeded (mx_inbox_t *self, char **error)
 
 int
 mx_inbox_cutover (mx_inbox_t *self, const char *value, const char *os_user, int64_t now,
-                  int64_t *w, char **message)
+                  bool dry_run, int64_t *w, char **message)
 {
     *message = NULL;
     *w = 0;
@@ -323,9 +323,10 @@ mx_inbox_cutover (mx_inbox_t *self, const char *value, const char *os_user, int6
     }
     if (s_pg (self, message))
         return -1;
-    rc = mx_cursor_seed (self->pg, *w, now, &error);
+    rc = mx_cursor_seed (self->pg, *w, now, dry_run, &error);
     if (rc == 1)
-        *message = zsys_sprintf ("W seeded to %" PRId64 " (cutover '%s')", *w, value);
+        *message = dry_run ? zsys_sprintf ("W would be seeded to %" PRId64 " (cutover '%s'); nothing changed", *w, value)
+                           : zsys_sprintf ("W seeded to %" PRId64 " (cutover '%s')", *w, value);
     else
         *message = error;
     if (os_user && rc >= 0) {
@@ -333,8 +334,8 @@ mx_inbox_cutover (mx_inbox_t *self, const char *value, const char *os_user, int6
         char *target_text = json_dumps (target, JSON_COMPACT);
         json_decref (target);
         char *audit_error = NULL;
-        if (mx_audit_write (self->pg, "msgxctl", os_user, "cutover", target_text, rc == 1 ? "ok" : "refused",
-                            *message, now, &audit_error))
+        if (mx_audit_write (self->pg, "msgxctl", os_user, "cutover", target_text,
+                            dry_run ? "dry-run" : rc == 1 ? "ok" : "refused", *message, now, &audit_error))
             free (audit_error);         //  the seed stands; the log line says it
         free (target_text);
     }

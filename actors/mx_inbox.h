@@ -40,9 +40,11 @@ int mx_inbox_late_check (mx_inbox_t *self, int64_t now, int *detected, char **me
 
 //  Seed W ("min", "zero", "max" or an ID) on a fresh instance, audited when
 //  os_user is not NULL. Returns 1 seeded (*w set), 0 refused, -1 failure;
-//  *message says which and why.
+//  *message says which and why. dry_run: the same steps (the mailbox's
+//  bounds read, the freshness checked) with nothing seeded: 1 says it
+//  would seed *w now (audited as dry-run).
 int mx_inbox_cutover (mx_inbox_t *self, const char *value, const char *os_user, int64_t now,
-                      int64_t *w, char **message);
+                      bool dry_run, int64_t *w, char **message);
 
 //  Whether the instance was seeded before (-1 on failure).
 int mx_inbox_seeded (mx_inbox_t *self, char **error);

@@ -102,7 +102,8 @@ s_cutover_configured (s_ingress_t *self, char **reason)
     }
     int64_t w = 0;
     char *message = NULL;
-    int rc = mx_inbox_cutover (self->inbox, value, "msgxd (configuration)", mx_clock_now (self->clock), &w, &message);
+    int rc = mx_inbox_cutover (self->inbox, value, "msgxd (configuration)", mx_clock_now (self->clock), false,
+                               &w, &message);
     if (rc < 0)
         *reason = zsys_sprintf ("configured cutover '%s' failed: %s", value, message);
     else
@@ -123,6 +124,8 @@ s_handle_admin (s_ingress_t *self, zmsg_t **rest_p)
     json_t *args = json_loads (args_text, 0, NULL);
     const char *value = json_string_value (json_object_get (args, "watermark"));
     const char *user = json_string_value (json_object_get (args, "os_user"));
+    bool dry_run = json_is_true (json_object_get (args, "dry_run"));
+    bool yes = json_is_true (json_object_get (args, "yes"));
     bool ok = false;
     char *payload = NULL;
     if (strcmp (verb, "cutover") != 0)
@@ -130,21 +133,28 @@ s_handle_admin (s_ingress_t *self, zmsg_t **rest_p)
     else
     if (!value)
         payload = strdup ("cutover needs a watermark: min, zero, max or an ID");
+    else
+    if (!dry_run && !yes)
+        payload = strdup ("cutover seeds W once, for good: add --yes to act, or --dry-run to look first");
     else {
         int64_t w = 0;
         char *message = NULL;
         int rc = mx_inbox_cutover (self->inbox, value, user ? user : "unknown", mx_clock_now (self->clock),
-                                   &w, &message);
+                                   dry_run, &w, &message);
         if (rc == 1) {
             ok = true;
-            mx_info (ACTOR, "%s by msgxctl", message);
-            json_t *reply = json_pack ("{s:I,s:s}", "w", (json_int_t) w, "message", message);
+            if (!dry_run)
+                mx_info (ACTOR, "%s by msgxctl", message);
+            json_t *reply = json_pack ("{s:b,s:s,s:I,s:s}", "dry_run", dry_run, "watermark", value,
+                                       "w", (json_int_t) w, "message", message);
             payload = json_dumps (reply, JSON_COMPACT);
             json_decref (reply);
             free (message);
-            self->next_poll = mx_clock_now (self->clock);
-            if (w > 0)
-                mx_cmd_send (self->pipe, MX_CMD_W_MOVED, (uint64_t) w);
+            if (!dry_run) {
+                self->next_poll = mx_clock_now (self->clock);
+                if (w > 0)
+                    mx_cmd_send (self->pipe, MX_CMD_W_MOVED, (uint64_t) w);
+            }
         }
         else
             payload = message;

@@ -91,17 +91,12 @@ mx_metrics_actor_publish (const json_t *backlog)
         mx_metrics_gauge_set (mx_metrics_gauge (s_gauges [i].name, s_gauges [i].help, NULL),
                               s_figure (backlog, s_gauges [i].key));
     const json_t *outbox = backlog ? json_object_get (backlog, "outbox") : NULL;
-    double pending = 0;
     for (size_t i = 0; i < MX_READMODEL_TARGETS; i++) {
         const json_t *target = outbox ? json_object_get (outbox, mx_readmodel_targets [i]) : NULL;
         mx_metrics_gauge_set (s_outbox_gauge ("pending", mx_readmodel_targets [i]), s_figure (target, "pending"));
         mx_metrics_gauge_set (s_outbox_gauge ("dead", mx_readmodel_targets [i]), s_figure (target, "dead"));
         mx_metrics_gauge_set (s_lag_gauge (mx_readmodel_targets [i]), s_figure (target, "delivery_lag_seconds"));
-        pending += s_figure (target, "pending");        //  NaN stays NaN
     }
-    mx_metrics_gauge_set (mx_metrics_gauge ("msgx_events_pending",
-                                            "Outbox events waiting for delivery, all targets", NULL),
-                          pending);
 }
 
 //  ---------------------------------------------------------------------
@@ -158,7 +153,7 @@ s_check_kafka (s_metrics_t *self)
     if (!bootstrap || !*bootstrap)
         return s_dependency (false, false, "no bootstrap servers configured");
     char detail [256];
-    bool ok = mx_kafka_probe (&self->kafka, bootstrap, MX_METRICS_KAFKA_TIMEOUT_MS, detail, sizeof detail);
+    bool ok = mx_kafka_probe (&self->kafka, self->config, bootstrap, MX_METRICS_KAFKA_TIMEOUT_MS, detail, sizeof detail);
     if (ok) {
         mx_problem_recovered (&self->kafka_problem);
         return s_dependency (true, true, detail);

@@ -21,7 +21,7 @@
       msgx_pipeline_backfill_unmarked_terminal, msgx_pipeline_backfill_abandoned,
       msgx_pipeline_backfill_oldest_unmarked_seconds, msgx_pipeline_watermark_lag,
       msgx_outbox_pending{target}, msgx_outbox_dead{target},
-      msgx_events_pending (all targets), msgx_events_delivery_lag_seconds{target}
+      msgx_events_delivery_lag_seconds{target}
       (age of the oldest PENDING event, 0 when none).
 
     Data socket: a ROUTER bound at mx_actor_endpoint (args, "metrics").

@@ -16,6 +16,8 @@ mx_metrics_counter_t *mx_processor_messages_failed (const char *error_class);
 //  msgx_messages_dead_total{class}: messages that ended DEAD, by the class
 //  they ended with (MALFORMED, PROTOCOL, EXHAUSTED, ...).
 mx_metrics_counter_t *mx_processor_messages_dead (const char *error_class);
+//  Every series above with a known label set, at 0 (msgxd's start).
+void mx_processor_register_metrics (void);
 mx_metrics_histogram_t *mx_processor_batch_size (void);           //  msgx_batch_size (messages per batch)
 mx_metrics_histogram_t *mx_processor_seconds (void);              //  msgx_processing_seconds (PROCESS -> commit)
 

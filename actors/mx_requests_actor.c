@@ -76,9 +76,32 @@ s_pg (s_requests_t *self, char **error)
 }
 
 //  Keep the reason on the request; a failure to do so is only logged.
+const char *const mx_requests_outcomes [] = { "sent", "answered", "failed", "timeout" };
+const size_t mx_requests_outcome_count = sizeof mx_requests_outcomes / sizeof mx_requests_outcomes [0];
+
+mx_metrics_counter_t *
+mx_requests_outcome (mx_request_kind_t kind, const char *outcome)
+{
+    char labels [64];
+    snprintf (labels, sizeof labels, "kind=%s,outcome=%s", mx_request_kind_name (kind), outcome);
+    return mx_metrics_counter ("msgx_requests_total",
+                               "Requests upstream (RQFD schedule, RQRD reference) by outcome", labels);
+}
+
+void
+mx_requests_register_metrics (void)
+{
+    const mx_request_kind_t kinds [] = { MX_REQUEST_RQFD, MX_REQUEST_RQRD };
+    for (size_t k = 0; k < 2; k++)
+        for (size_t i = 0; i < mx_requests_outcome_count; i++)
+            mx_requests_outcome (kinds [k], mx_requests_outcomes [i]);
+}
+
+//  A send attempt that failed: counted, recorded on the request.
 static void
 s_note (s_requests_t *self, const mx_requests_row_t *row, const char *text)
 {
+    mx_metrics_add (mx_requests_outcome (row->request.kind, "failed"), 1);
     char *error = NULL;
     if (mx_requests_note_error (self->pg, row->id, text, &error)) {
         mx_warn (ACTOR, "cannot record the send failure of request %" PRId64 ": %s", row->id, error);
@@ -104,6 +127,8 @@ s_marked_sent (s_requests_t *self, const mx_requests_row_t *row, int64_t coutmsg
         s_problem (self, line);
         return;
     }
+    if (written > 0)
+        mx_metrics_add (mx_requests_outcome (row->request.kind, "sent"), 1);
     json_t *fields = s_fields (row);
     json_object_set_new (fields, "coutmsgs_id", json_integer (coutmsgs_id));
     if (written == 0)
@@ -196,11 +221,13 @@ s_expire (s_requests_t *self, int64_t now)
         s_problem (self, error);
         return;
     }
-    for (int i = 0; i < count && i < 2; i++)
+    for (int i = 0; i < count && i < 2; i++) {
+        mx_metrics_add (mx_requests_outcome (expired [i].request.kind, "timeout"), 1);
         mx_log_emit (MX_LOG_WARN, ACTOR, s_fields (&expired [i]), "request %" PRId64 " %s SEQN %06d expired: %s",
                      expired [i].id, mx_request_kind_name (expired [i].request.kind), expired [i].request.seqn,
                      expired [i].sent_at < 0 ? "never sent within msgx.requests.timeout"
                                              : "no response within msgx.requests.timeout");
+    }
 }
 
 static int
@@ -359,6 +386,43 @@ s_audit_refused (s_requests_t *self, const char *os_user, const char *args_text,
     free (error);
 }
 
+//  What request would register now, nothing written but the audit row
+//  (dry-run): the kind, its window or list as asked, where it would go, and
+//  the open request of its kind it would supersede. NULL on success.
+static char *
+s_preview (s_requests_t *self, const mx_request_t *request, json_t *args, const char *os_user,
+           const char *args_text, json_t **reply)
+{
+    char *error = NULL;
+    mx_requests_row_t open [2];
+    int count = 0;
+    if (s_pg (self, &error) || mx_requests_open (self->pg, open, &count, &error)) {
+        char *reason = zsys_sprintf ("request preview: %s", error);
+        free (error);
+        return reason;
+    }
+    json_int_t supersedes = -1;
+    for (int i = 0; i < count && i < 2; i++)
+        if (open [i].request.kind == request->kind)
+            supersedes = (json_int_t) open [i].id;
+    bool schedule = request->kind == MX_REQUEST_RQFD;
+    *reply = json_pack ("{s:b,s:s,s:s,s:s,s:s?,s:s?,s:s?}",
+        "dry_run", true, "kind", mx_request_kind_name (request->kind),
+        "routing", schedule ? self->config->mailbox_outbound_routing_rqfd : self->config->mailbox_outbound_routing_rqrd,
+        "zone", mx_tz_name (self->zone),
+        "from", schedule ? json_string_value (json_object_get (args, "from")) : NULL,
+        "to", schedule ? json_string_value (json_object_get (args, "to")) : NULL,
+        "list", schedule ? NULL : request->rtype);
+    json_object_set_new (*reply, "timeout_ms", json_integer ((json_int_t) self->config->requests_timeout));
+    json_object_set_new (*reply, "supersedes", supersedes >= 0 ? json_integer (supersedes) : json_null ());
+    if (mx_audit_write (self->pg, "msgxctl", os_user, "request", args_text, "dry-run", NULL,
+                        mx_clock_now (self->clock), &error)) {
+        mx_warn (ACTOR, "cannot audit a request dry run: %s", error);
+        free (error);
+    }
+    return NULL;
+}
+
 static void
 s_handle_admin (s_requests_t *self, zmsg_t **rest_p)
 {
@@ -385,6 +449,19 @@ s_handle_admin (s_requests_t *self, zmsg_t **rest_p)
     else
     if ((payload = s_parse_request (self, args, &request)))
         s_audit_refused (self, os_user, args_text, payload);
+    else
+    if (json_is_true (json_object_get (args, "dry_run"))) {
+        json_t *reply = NULL;
+        if (!(payload = s_preview (self, &request, args, os_user, args_text, &reply))) {
+            payload = json_dumps (reply, JSON_COMPACT | JSON_PRESERVE_ORDER);
+            json_decref (reply);
+            ok = true;
+        }
+    }
+    else
+    if (!json_is_true (json_object_get (args, "yes")))
+        payload = strdup ("request sends a message upstream through COUTMSGS: add --yes to act, "
+                          "or --dry-run to look first");
     else {
         int64_t now = mx_clock_now (self->clock);
         mx_requests_row_t row;

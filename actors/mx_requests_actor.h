@@ -19,9 +19,21 @@
 #define MX_REQUESTS_ACTOR_H_INCLUDED
 
 #include "mx_actor.h"
+#include "mx_metrics.h"
+#include "mx_request.h"
 
 //  zactor function; args is an mx_actor_args_t. Needs the mailbox
 //  (mailbox.shared-mysql.enabled).
 void mx_requests_actor (zsock_t *pipe, void *args);
+
+//  msgx_requests_total{kind,outcome}: kind RQFD or RQRD; outcome one of
+//  mx_requests_outcomes: sent (its COUTMSGS row confirmed), answered (a
+//  response matched it: counted by the processor), failed (a send attempt
+//  failed; retried), timeout (expired without an answer).
+extern const char *const mx_requests_outcomes [];
+extern const size_t mx_requests_outcome_count;
+mx_metrics_counter_t *mx_requests_outcome (mx_request_kind_t kind, const char *outcome);
+//  Every kind and outcome at 0 (msgxd's start).
+void mx_requests_register_metrics (void);
 
 #endif

@@ -99,12 +99,14 @@ static const s_verb_t s_verbs [] = {
       "  --yes          act (without it the daemon refuses and says so)\n"
       "  --json         the daemon's reply as JSON\n"
       "KAFKA:schd sends the newest state of each flight, carrying its older dead states.\n", true },
-    { MX_ADMIN_CUTOVER, "cutover", "cutover min|zero|max|ID [--json]",
+    { MX_ADMIN_CUTOVER, "cutover", "cutover min|zero|max|ID [--dry-run] [--yes] [--json]",
       "seed the watermark W on a fresh instance",
       "  min            below the lowest mailbox ID: process everything in the mailbox\n"
       "  zero           W = 0\n"
       "  max            the highest mailbox ID: process only what arrives from now on\n"
       "  ID             W = ID (a positive integer)\n"
+      "  --dry-run      say which W it would seed, or why it would be refused; seed nothing\n"
+      "  --yes          act (without it the daemon refuses and says so)\n"
       "  --json         the daemon's reply as JSON\n"
       "Refused unless the instance is fresh (W = 0 and proc_state empty).\n", true },
     { MX_ADMIN_DEAD, "dead", "dead list [--events] [--limit N] [--after ID] [--json]",
@@ -114,17 +116,33 @@ static const s_verb_t s_verbs [] = {
       "  --after ID     the rows above ID: the next page after a list that ended at ID\n"
       "  --json         the daemon's reply as JSON (total counts every DEAD row)\n"
       "The last line says how many of how many, and the command for the next page.\n", false },
-    { MX_ADMIN_BACKFILL_RECOVER, "backfill", "backfill recover --all | --id N [N...] [--json]",
+    { MX_ADMIN_BACKFILL_RECOVER, "backfill", "backfill recover --all | --id N [N...] [--dry-run] [--yes] [--json]",
       "re-arm abandoned processed marks for the sweep",
       "  --all          every abandoned mark\n"
       "  --id N [N...]  these message IDs\n"
+      "  --dry-run      list the marks it would re-arm (MISSING or EXHAUSTED, last error);\n"
+      "                 re-arm nothing\n"
+      "  --yes          act (without it the daemon refuses and says so)\n"
       "  --json         the daemon's reply as JSON\n", true },
-    { MX_ADMIN_REQUEST, "request", "request schedule --from T --to T | request reference LIST [--json]",
+    { MX_ADMIN_REQUEST, "request", "request schedule --from T --to T | request reference LIST [--dry-run] [--yes] [--json]",
       "ask the upstream for a schedule window or a reference list",
       "  schedule       a schedule window; T as YYYY-MM-DDTHH:MM\n"
       "  reference      a reference list by name, e.g. SLST\n"
+      "  --dry-run      say what would be sent and which open request it would replace;\n"
+      "                 send nothing\n"
+      "  --yes          act (without it the daemon refuses and says so)\n"
       "  --json         the daemon's reply as JSON\n"
       "Registered in REQ_TRACK and sent once through COUTMSGS.\n", true },
+    { MX_ADMIN_LOG_LEVEL, "log-level", "log-level LEVEL [ACTOR] [--json]",
+      "change the log level at once, without a restart",
+      "  LEVEL          debug, info, warn or error: the lowest level written\n"
+      "  ACTOR          only this actor (e.g. processor, ingress; msgxctl status lists\n"
+      "                 them, plus main and config); without it every actor, and\n"
+      "                 the levels set for single actors are dropped\n"
+      "  --json         the daemon's reply as JSON\n"
+      "The instance keeps its role (no restart). Lasts until the next restart or\n"
+      "reload (SIGHUP: systemctl reload msgxd), which set msgx.log.level again.\n"
+      "Answered by a standby too.\n", true },
 };
 #define VERB_COUNT (sizeof s_verbs / sizeof s_verbs [0])
 
@@ -180,6 +198,10 @@ s_usage (FILE *out)
         "  --endpoint E   daemon admin endpoint (default: $MSGX_ADMIN_ENDPOINT, else\n"
         "                 ipc://" PACKAGED_SOCKET " when it exists, else " DEFAULT_ENDPOINT ")\n"
         "  --timeout MS   how long to wait for the reply (default %d)\n"
+        "  --curve-server FILE  the daemon's public CURVE certificate (tcp:// with CURVE;\n"
+        "                 default $MSGXCTL_CURVE_SERVER)\n"
+        "  --curve-cert FILE    this client's CURVE certificate, its secret half in\n"
+        "                 FILE_secret (default $MSGXCTL_CURVE_CERT)\n"
         "  --json         the daemon's reply as JSON, for any command\n"
         "  --version      print the version and exit\n"
         "%s", DEFAULT_TIMEOUT_MS, s_exit_codes);
@@ -269,6 +291,36 @@ s_handshake_seen (zsock_t *monitor)
     return seen;
 }
 
+//  CURVE for a tcp:// endpoint: the daemon's public certificate and ours.
+static const char *s_curve_server;
+static const char *s_curve_cert;
+
+//  CURVE client settings on req from s_curve_*; 0, or an exit code.
+static int
+s_curve_apply (zsock_t *req)
+{
+    if (!s_curve_server && !s_curve_cert)
+        return 0;
+    if (!s_curve_server || !s_curve_cert) {
+        fprintf (stderr, "msgxctl: CURVE needs both --curve-server and --curve-cert\n");
+        return EXIT_USAGE;
+    }
+    zcert_t *server = zcert_load (s_curve_server);
+    zcert_t *client = zcert_load (s_curve_cert);
+    int code = 0;
+    if (!server || !client) {
+        fprintf (stderr, "msgxctl: cannot load the CURVE certificate %s\n", !server ? s_curve_server : s_curve_cert);
+        code = EXIT_USAGE;
+    }
+    else {
+        zcert_apply (client, req);
+        zsock_set_curve_serverkey (req, zcert_public_txt (server));
+    }
+    zcert_destroy (&server);
+    zcert_destroy (&client);
+    return code;
+}
+
 //  Returns the exit code; *reply_p gets the payload on 0 or 1.
 static int
 s_call (const char *endpoint, int timeout_ms, const s_verb_t *verb, const char *wire_verb,
@@ -301,7 +353,12 @@ s_call (const char *endpoint, int timeout_ms, const s_verb_t *verb, const char *
         return EXIT_UNREACHABLE;
     }
     zsock_set_linger (req, 0);
-    int code = 0;
+    int code = s_curve_apply (req);
+    if (code) {
+        zsock_destroy (&monitor);
+        zsock_destroy (&req);
+        return code;
+    }
     if (zsock_connect (req, "%s", endpoint) < 0) {
         s_complain ("cannot connect to %s: %s", endpoint, zmq_strerror (zmq_errno ()));
         code = EXIT_UNREACHABLE;
@@ -986,6 +1043,14 @@ s_parse_event_ids (const char *list, json_t **ids)
     return rc;
 }
 
+//  The verbs that act only with --yes and preview with --dry-run.
+static bool
+s_previews (mx_admin_t admin)
+{
+    return admin == MX_ADMIN_REPLAY || admin == MX_ADMIN_REPLAY_EVENTS || admin == MX_ADMIN_CUTOVER
+        || admin == MX_ADMIN_BACKFILL_RECOVER || admin == MX_ADMIN_REQUEST;
+}
+
 //  Verb arguments into the JSON object sent to the daemon.
 static int
 s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_out,
@@ -1049,10 +1114,10 @@ s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_
         if (admin == MX_ADMIN_REPLAY_EVENTS && strcmp (arg, "--all") == 0)
             json_object_set_new (args, "all", json_true ());
         else
-        if ((admin == MX_ADMIN_REPLAY || admin == MX_ADMIN_REPLAY_EVENTS) && strcmp (arg, "--dry-run") == 0)
+        if (s_previews (admin) && strcmp (arg, "--dry-run") == 0)
             json_object_set_new (args, "dry_run", json_true ());
         else
-        if ((admin == MX_ADMIN_REPLAY || admin == MX_ADMIN_REPLAY_EVENTS) && strcmp (arg, "--yes") == 0)
+        if (s_previews (admin) && strcmp (arg, "--yes") == 0)
             json_object_set_new (args, "yes", json_true ());
         else
         if (admin == MX_ADMIN_CUTOVER && arg [0] != '-' && !json_object_get (args, "watermark")) {
@@ -1101,6 +1166,17 @@ s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_
         if (admin == MX_ADMIN_REQUEST && arg [0] != '-' && json_object_get (args, "kind")
         &&  !json_object_get (args, "list"))
             json_object_set_new (args, "list", json_string (arg));
+        else
+        if (admin == MX_ADMIN_LOG_LEVEL && arg [0] != '-' && !json_object_get (args, "level")) {
+            if (strcmp (arg, "debug") && strcmp (arg, "info") && strcmp (arg, "warn") && strcmp (arg, "error")) {
+                fprintf (stderr, "msgxctl: log-level: '%s' is not a level (debug, info, warn or error)\n", arg);
+                return -1;
+            }
+            json_object_set_new (args, "level", json_string (arg));
+        }
+        else
+        if (admin == MX_ADMIN_LOG_LEVEL && arg [0] != '-' && !json_object_get (args, "actor"))
+            json_object_set_new (args, "actor", json_string (arg));
         else {
             fprintf (stderr, "msgxctl: %s: unexpected argument '%s' (msgxctl help %s)\n",
                      mx_admin_verb (admin), arg, s_verb_of (admin)->name);
@@ -1142,8 +1218,16 @@ s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_
         fprintf (stderr, "msgxctl: show needs a message ID\n");
         return -1;
     }
+    if (admin == MX_ADMIN_LOG_LEVEL && !json_object_get (args, "level")) {
+        fprintf (stderr, "msgxctl: log-level needs a level: debug, info, warn or error\n");
+        return -1;
+    }
     if (admin == MX_ADMIN_CUTOVER && !json_object_get (args, "watermark")) {
         fprintf (stderr, "msgxctl: cutover needs a watermark: min, zero, max or an ID\n");
+        return -1;
+    }
+    if (json_object_get (args, "dry_run") && json_object_get (args, "yes")) {
+        fprintf (stderr, "msgxctl: %s: --dry-run or --yes, not both\n", s_verb_of (admin)->name);
         return -1;
     }
     return 0;
@@ -1169,20 +1253,64 @@ s_print_simple (mx_admin_t admin, json_t *reply)
             printf ("pipeline running: ingress and pump claim work\n");
             break;
         case MX_ADMIN_CUTOVER:
-            printf ("watermark seeded: W=%" JSON_INTEGER_FORMAT " at %s\n",
-                    json_integer_value (json_object_get (reply, "w")),
-                    s_text (json_object_get (reply, "seeded_at"), "?"));
+            if (json_is_true (json_object_get (reply, "dry_run")))
+                printf ("dry run: %s\nadd --yes to seed it\n", s_text (json_object_get (reply, "message"), "?"));
+            else
+                printf ("watermark seeded: W=%" JSON_INTEGER_FORMAT " (cutover '%s')\n",
+                        json_integer_value (json_object_get (reply, "w")),
+                        s_text (json_object_get (reply, "watermark"), "?"));
             break;
-        case MX_ADMIN_BACKFILL_RECOVER:
-            printf ("%" JSON_INTEGER_FORMAT " abandoned mark(s) re-armed for the sweep\n",
-                    json_integer_value (json_object_get (reply, "rearmed")));
+        case MX_ADMIN_BACKFILL_RECOVER: {
+            bool dry_run = json_is_true (json_object_get (reply, "dry_run"));
+            json_t *rows = json_object_get (reply, "rows");
+            if (json_array_size (rows) > 0)
+                printf ("%-10s %-10s %s\n", "msg_id", "abandoned", "last error");
+            size_t index;
+            json_t *row;
+            json_array_foreach (rows, index, row)
+                printf ("%-10" JSON_INTEGER_FORMAT " %-10s %.60s\n", json_integer_value (json_object_get (row, "msg_id")),
+                        s_text (json_object_get (row, "reason"), "-"), s_text (json_object_get (row, "error"), "-"));
+            if (dry_run)
+                printf ("dry run: %zu abandoned mark(s) would be re-armed; nothing changed; add --yes to re-arm\n",
+                        json_array_size (rows));
+            else
+                printf ("%" JSON_INTEGER_FORMAT " abandoned mark(s) re-armed for the sweep\n",
+                        json_integer_value (json_object_get (reply, "rearmed")));
             break;
+        }
         case MX_ADMIN_REQUEST:
-            printf ("request %" JSON_INTEGER_FORMAT " registered: SEQN %" JSON_INTEGER_FORMAT ", %s\n",
-                    json_integer_value (json_object_get (reply, "id")),
-                    json_integer_value (json_object_get (reply, "seqn")),
-                    s_text (json_object_get (reply, "state"), "?"));
+            if (json_is_true (json_object_get (reply, "dry_run"))) {
+                const char *kind = s_text (json_object_get (reply, "kind"), "?");
+                if (json_is_string (json_object_get (reply, "list")))
+                    printf ("dry run: would send %s for the reference list %s", kind,
+                            json_string_value (json_object_get (reply, "list")));
+                else
+                    printf ("dry run: would send %s for the schedule %s .. %s (%s)", kind,
+                            s_text (json_object_get (reply, "from"), "?"), s_text (json_object_get (reply, "to"), "?"),
+                            s_text (json_object_get (reply, "zone"), "?"));
+                printf (" through COUTMSGS as %s\n", s_text (json_object_get (reply, "routing"), "?"));
+                if (json_is_integer (json_object_get (reply, "supersedes")))
+                    printf ("it replaces the open %s request %" JSON_INTEGER_FORMAT " (expired as superseded)\n", kind,
+                            json_integer_value (json_object_get (reply, "supersedes")));
+                printf ("nothing sent; add --yes to send it\n");
+            }
+            else
+                printf ("request %" JSON_INTEGER_FORMAT " registered: SEQN %" JSON_INTEGER_FORMAT ", %s\n",
+                        json_integer_value (json_object_get (reply, "id")),
+                        json_integer_value (json_object_get (reply, "seqn")),
+                        s_text (json_object_get (reply, "state"), "?"));
             break;
+        case MX_ADMIN_LOG_LEVEL: {
+            //  "log level info; processor debug": the global one, then
+            //  each actor that has its own.
+            printf ("log level %s", s_text (json_object_get (reply, "level"), "?"));
+            const char *name;
+            json_t *level;
+            json_object_foreach (json_object_get (reply, "actors"), name, level)
+                printf ("; %s %s", name, s_text (level, "?"));
+            printf ("\n");
+            break;
+        }
         default:
             s_print_json (reply);
     }
@@ -1248,8 +1376,16 @@ main (int argc, char **argv)
         { "json", no_argument, NULL, 'j' },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, 'V' },
+        { "curve-server", required_argument, NULL, 'S' },
+        { "curve-cert", required_argument, NULL, 'C' },
         { NULL, 0, NULL, 0 }
     };
+    s_curve_server = getenv ("MSGXCTL_CURVE_SERVER");
+    s_curve_cert = getenv ("MSGXCTL_CURVE_CERT");
+    if (s_curve_server && !*s_curve_server)
+        s_curve_server = NULL;
+    if (s_curve_cert && !*s_curve_cert)
+        s_curve_cert = NULL;
     int opt;
     while ((opt = getopt_long (argc, argv, "+e:t:jh", options, NULL)) != -1) {
         switch (opt) {
@@ -1264,6 +1400,8 @@ main (int argc, char **argv)
                 break;
             }
             case 'j': json_out = true; break;
+            case 'S': s_curve_server = optarg; break;
+            case 'C': s_curve_cert = optarg; break;
             case 'h': s_usage (stdout); return 0;
             case 'V': printf ("msgxctl %s (commit %s)\n", MX_VERSION, MX_COMMIT); return 0;
             default:  s_usage (stderr); return EXIT_USAGE;

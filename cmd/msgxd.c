@@ -69,11 +69,19 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
     S_ADVICE (stubs) =
         "Leave false. Only for development without servers.",
     S_ADVICE (log_level) =
-        "info in service; debug for a short while to follow one problem (several lines per message).",
+        "info in service; debug for a short while to follow one problem (several lines per message). "
+        "Change it without a restart: edit it here and systemctl reload msgxd, or for one actor "
+        "msgxctl log-level debug processor (until the next reload or restart).",
     S_ADVICE (pg_conninfo) =
         "msgexchange's own database, never the mailbox. Keep the password out of this file: put it "
-        "in a pgpass file (the systemd unit sets PGPASSFILE=/etc/msgxd/pgpass) or give the whole "
-        "value in MSGX_PG_CONNINFO. msgxd adds connect_timeout=5 and TCP keepalives unless set here.",
+        "in a pgpass file (the systemd unit sets PGPASSFILE=/etc/msgxd/pgpass), or give the whole "
+        "value from a file (conninfo-file, MSGX_PG_CONNINFO_FILE) or in MSGX_PG_CONNINFO. prod needs "
+        "sslmode=verify-full (or verify-ca) with sslrootcert. msgxd adds connect_timeout=5 and TCP "
+        "keepalives unless set here.",
+    S_ADVICE (pg_allow_unverified) =
+        "Leave false: prod then refuses a conninfo below sslmode=verify-ca (PGSSLMODE counts when the "
+        "conninfo sets none). true only where PostgreSQL is reached over a network you trust; every "
+        "start logs a warning.",
     S_ADVICE (pg_statement_timeout) =
         "Raise only if a legitimate statement (history sweep, archive) is cancelled with "
         "'statement timeout' in the log; a hung database must still end as a counted failure.",
@@ -253,14 +261,53 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
         "AODB sends Authorization: Bearer <token>. Change it by replacing the file and restarting.",
     S_ADVICE (http_compat_allow) =
         "The AODB's addresses, e.g. 10.20.0.15/32; others get 403 before the token is looked at.",
+    S_ADVICE (kafka_security_protocol) =
+        "sasl_ssl or ssl in production (prod refuses the unencrypted ones unless allow-plaintext). "
+        "With sasl_ssl set sasl.mechanisms, sasl.username and the password (from a file: "
+        "sasl.password-file).",
+    S_ADVICE (kafka_security_allow_plaintext) =
+        "Leave false. true accepts plaintext or sasl_plaintext in prod, for brokers on a network "
+        "you trust; every start logs a warning.",
+    S_ADVICE (kafka_security_ssl_ca_location) =
+        "The CA of the brokers' certificates, readable by the msgx user; empty uses the system's CAs.",
+    S_ADVICE (kafka_security_ssl_certificate_location) =
+        "Only when the brokers authenticate clients by certificate (mutual TLS); set the key too.",
+    S_ADVICE (kafka_security_ssl_key_location) =
+        "The key of ssl.certificate.location, mode 0600 or 0640 group msgx.",
+    S_ADVICE (kafka_security_ssl_key_password) =
+        "Only for an encrypted key. Keep it out of this file: ssl.key.password-file names a file "
+        "holding it, or set MSGX_KAFKA_SECURITY_SSL_KEY_PASSWORD_FILE.",
+    S_ADVICE (kafka_security_ssl_endpoint_identification_algorithm) =
+        "Leave https: the broker's certificate must name the host in bootstrap-servers. none is "
+        "refused in prod.",
+    S_ADVICE (kafka_security_sasl_mechanisms) =
+        "What the brokers offer: SCRAM-SHA-512 or SCRAM-SHA-256 (the password never crosses the "
+        "network), PLAIN only inside TLS.",
+    S_ADVICE (kafka_security_sasl_username) =
+        "The producer account the Kafka team made for msgxd.",
+    S_ADVICE (kafka_security_sasl_password) =
+        "Keep it out of this file: sasl.password-file names a file holding it (mode 0600 or 0640 "
+        "group msgx), or set MSGX_KAFKA_SECURITY_SASL_PASSWORD_FILE in msgxd.env.",
     S_ADVICE (admin_endpoint) =
         "An ipc:// path is mode 0600 (only the msgx user and root connect; see admin.group); under "
         "systemd ipc:///run/msgxd/admin.sock, which msgxctl uses by default. tcp:// has no "
-        "authentication.",
+        "authentication of its own: it is refused unless on a loopback address (127.0.0.1, [::1]) "
+        "or with CURVE (admin.curve); the audit log then records the peer's address (and its "
+        "CURVE key) instead of its uid.",
     S_ADVICE (admin_group) =
         "msgx-admin (created by the package) lets its members run msgxctl without root: add "
         "operators with adduser NAME msgx-admin. The msgx user must be a member too, to hand the "
         "socket to the group.",
+    S_ADVICE (admin_curve_server_cert) =
+        "Only for a tcp:// admin endpoint reached from other hosts. Make the pair once with "
+        "zcert (czmq): FILE holds the public key, FILE_secret the secret one (mode 0640, group "
+        "msgx); hand FILE to the operators for msgxctl --curve-server.",
+    S_ADVICE (admin_curve_clients) =
+        "One public certificate file per operator (msgxctl --curve-cert FILE; FILE goes here, "
+        "FILE_secret stays with the operator). Removing a file revokes that client.",
+    S_ADVICE (admin_max_request_bytes) =
+        "Rarely changed: the largest request (replay --id with thousands of ids) is a few tens of "
+        "kilobytes.",
     S_ADVICE (mailbox_shared_mysql_enabled) =
         "true in production; false turns ingress, backfill, the compat entry and requests off.",
     S_ADVICE (mailbox_shared_mysql_host) =
@@ -270,8 +317,9 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
     S_ADVICE (mailbox_shared_mysql_user) =
         "An account allowed to read CMINMSGS, update its processed mark and insert into COUTMSGS.",
     S_ADVICE (mailbox_shared_mysql_password) =
-        "Keep it out of this file: set MAILBOX_SHARED_MYSQL_PASSWORD in the service's environment "
-        "file (mode 0600).",
+        "Keep it out of this file: password-file names a file holding it (mode 0600 or 0640 group "
+        "msgx), or set MAILBOX_SHARED_MYSQL_PASSWORD_FILE (or the password itself) in the service's "
+        "environment file (mode 0600).",
     S_ADVICE (mailbox_shared_mysql_database) =
         "The schema that holds CMINMSGS and COUTMSGS.",
     S_ADVICE (mailbox_shared_mysql_socket) =
@@ -284,6 +332,19 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
         "Rarely changed.",
     S_ADVICE (mailbox_shared_mysql_time_zone) =
         "The offset in which the AODB writes its DATETIME columns.",
+    S_ADVICE (mailbox_shared_mysql_ssl_mode) =
+        "verify-full in production: encrypted, the certificate checked against ssl-ca and the host "
+        "name. required encrypts without checking who answers; prod refuses it (and disabled) over "
+        "TCP unless allow-unverified.",
+    S_ADVICE (mailbox_shared_mysql_ssl_ca) =
+        "The CA of the mailbox server's certificate, from the AODB team.",
+    S_ADVICE (mailbox_shared_mysql_ssl_cert) =
+        "Only when the mailbox server requires client certificates (REQUIRE X509); set the key too.",
+    S_ADVICE (mailbox_shared_mysql_ssl_key) =
+        "The key of ssl-cert, mode 0600 or 0640 group msgx.",
+    S_ADVICE (mailbox_shared_mysql_allow_unverified) =
+        "Leave false. true accepts ssl-mode required or disabled in prod, for a mailbox on a network "
+        "you trust; every start logs a warning.",
     S_ADVICE (mailbox_processed_value) =
         "Agree it with the mailbox owner.",
     S_ADVICE (mailbox_outbound_routing_rqfd) =
@@ -305,14 +366,17 @@ static const s_sample_value_t s_dev_values [] = {
 
 static const s_sample_value_t s_prod_values [] = {
     { MX_CONFIG_IDX_profile, "prod", "refuses stubs and the mock cluster" },
-    { MX_CONFIG_IDX_pg_conninfo, "host=pg.example.internal port=5432 dbname=msgx user=msgx sslmode=require",
-      "placeholder host; the password in /etc/msgxd/pgpass" },
+    { MX_CONFIG_IDX_pg_conninfo,
+      "host=pg.example.internal port=5432 dbname=msgx user=msgx sslmode=verify-full sslrootcert=/etc/msgxd/tls/pg-ca.pem",
+      "placeholder host and CA; the password in /etc/msgxd/pgpass" },
     { MX_CONFIG_IDX_pipeline_autostart, "true", "a restart or takeover resumes by itself" },
     { MX_CONFIG_IDX_pipeline_late_detect_period, "5m", "watch released holes" },
     { MX_CONFIG_IDX_history_history_store_enabled, "true", "daily move of old flights" },
     { MX_CONFIG_IDX_kafka_bootstrap_servers,
       "kafka-1.example.internal:9092,kafka-2.example.internal:9092,kafka-3.example.internal:9092",
       "placeholder brokers" },
+    { MX_CONFIG_IDX_kafka_security_protocol, "ssl", "encrypted; sasl_ssl when the brokers want SASL" },
+    { MX_CONFIG_IDX_kafka_security_ssl_ca_location, "/etc/msgxd/tls/kafka-ca.pem", "placeholder CA" },
     { MX_CONFIG_IDX_http_bind, "0.0.0.0:8080", "reachable by Prometheus and the probes; firewall it" },
     { MX_CONFIG_IDX_http_compat_token_file, "/etc/msgxd/compat-token",
       "read only when compat.enabled = true; owner msgx, mode 0600" },
@@ -321,6 +385,8 @@ static const s_sample_value_t s_prod_values [] = {
     { MX_CONFIG_IDX_mailbox_shared_mysql_enabled, "true", "the real mailbox" },
     { MX_CONFIG_IDX_mailbox_shared_mysql_host, "aodb-mysql.example.internal", "placeholder host" },
     { MX_CONFIG_IDX_mailbox_shared_mysql_user, "msgx", "placeholder account" },
+    { MX_CONFIG_IDX_mailbox_shared_mysql_ssl_mode, "verify-full", "encrypted and verified" },
+    { MX_CONFIG_IDX_mailbox_shared_mysql_ssl_ca, "/etc/msgxd/tls/mailbox-ca.pem", "placeholder CA" },
 };
 
 #define S_WIDTH 80
@@ -506,6 +572,73 @@ s_print_sample (FILE *out, bool prod)
     return 0;
 }
 
+//  A bad command line: one log line like any other (JSON, or the journal),
+//  naming what is wrong; the options themselves are on --help.
+static int
+s_usage_error (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+
+static int
+s_usage_error (const char *fmt, ...)
+{
+    va_list args;
+    va_start (args, fmt);
+    char *what = zsys_vprintf (fmt, args);
+    va_end (args);
+    mx_log_emit (MX_LOG_ERROR, ACTOR, json_pack ("{s:s}", "hint", "msgxd --help lists the options"),
+                 "bad command line: %s", what ? what : "?");
+    free (what);
+    return 2;
+}
+
+//  SIGHUP: the configuration read again as at start (file < environment).
+//  What may change at runtime is applied: msgx.log.level, for every actor
+//  (levels set for single actors by msgxctl are dropped). Other changed keys
+//  are named: they wait for a restart. A configuration that does not load
+//  is refused line by line and the running settings stay. Nothing is
+//  stopped, so the instance keeps its role and the instance lock.
+static void
+s_reload (const char *config_path, const mx_config_t *running)
+{
+    zlist_t *errors = NULL, *warnings = NULL;
+    mx_config_t *fresh = mx_config_load (config_path, environ, &errors, &warnings);
+    for (char *line = warnings ? (char *) zlist_first (warnings) : NULL; line; line = (char *) zlist_next (warnings))
+        mx_warn (CONFIG_ACTOR, "config warning: %s", line);
+    zlist_destroy (&warnings);
+    if (!fresh) {
+        for (char *line = errors ? (char *) zlist_first (errors) : NULL; line; line = (char *) zlist_next (errors))
+            mx_error (CONFIG_ACTOR, "config error: %s", line);
+        mx_error (CONFIG_ACTOR, "reload refused: %zu configuration problem%s; the running settings stay",
+                  errors ? zlist_size (errors) : 0, errors && zlist_size (errors) == 1 ? "" : "s");
+        zlist_destroy (&errors);
+        return;
+    }
+    zlist_destroy (&errors);
+    json_t *was = mx_config_to_json (running), *now = mx_config_to_json (fresh);
+    zchunk_t *waiting = zchunk_new (NULL, 256);
+    const char *key;
+    json_t *value;
+    json_object_foreach (now, key, value)
+        if (strcmp (key, "msgx.log.level") != 0 && !json_equal (value, json_object_get (was, key))) {
+            zchunk_extend (waiting, zchunk_size (waiting) ? ", " : "", zchunk_size (waiting) ? 2 : 0);
+            zchunk_extend (waiting, key, strlen (key));
+        }
+    mx_log_level_t level = MX_LOG_INFO;
+    mx_log_level_parse (fresh->log_level, &level);
+    const char *before = mx_log_level_name (mx_log_level ());
+    mx_log_set_level (level);
+    mx_log_clear_actor_levels ();
+    mx_log_notice (CONFIG_ACTOR, json_pack ("{s:s}", "level", fresh->log_level),
+                   "configuration reloaded (SIGHUP): msgx.log.level %s for every actor (was %s)",
+                   fresh->log_level, before);
+    if (zchunk_size (waiting))
+        mx_warn (CONFIG_ACTOR, "changed in the configuration but applied only at the next restart: %.*s",
+                 (int) zchunk_size (waiting), (char *) zchunk_data (waiting));
+    zchunk_destroy (&waiting);
+    json_decref (was);
+    json_decref (now);
+    mx_config_destroy (&fresh);
+}
+
 //  Shutdown must finish within SHUTDOWN_LIMIT_S; a stuck thread must not
 //  keep a dying instance alive (PostgreSQL rolls back what it held).
 static void
@@ -535,8 +668,12 @@ main (int argc, char **argv)
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 }
     };
+    //  Every line goes through mx_log, usage errors included: JSON lines, or
+    //  the journal when systemd connected stderr to it.
+    mx_log_set_journal (mx_log_fd_is_journal (STDERR_FILENO));
+    opterr = 0;
     int opt;
-    while ((opt = getopt_long (argc, argv, "c:h", options, NULL)) != -1) {
+    while ((opt = getopt_long (argc, argv, ":c:h", options, NULL)) != -1) {
         switch (opt) {
             case 'c': config_path = optarg; break;
             case 'k': check_only = true; break;
@@ -545,23 +682,18 @@ main (int argc, char **argv)
             case 's':
                 if (streq (optarg, "dev") || streq (optarg, "prod"))
                     return s_print_sample (stdout, streq (optarg, "prod"));
-                fprintf (stderr, "msgxd: --config-sample takes dev or prod, not '%s'\n", optarg);
-                return 2;
+                return s_usage_error ("--config-sample takes dev or prod, not '%s'", optarg);
             case 'v': printf ("msgxd %s (commit %s)\n", MX_VERSION, MX_COMMIT); return 0;
             case 'h': s_usage (stdout); return 0;
-            default:  s_usage (stderr); return 2;
+            case ':': return s_usage_error ("%s needs a value", argv [optind - 1]);
+            default:  return s_usage_error ("unknown option '%s'", argv [optind - 1]);
         }
     }
-    if (optind < argc) {
-        fprintf (stderr, "msgxd: unexpected argument '%s'\n", argv [optind]);
-        s_usage (stderr);
-        return 2;
-    }
+    if (optind < argc)
+        return s_usage_error ("unexpected argument '%s'", argv [optind]);
 
-    //  From here on every line goes through mx_log: JSON lines, or the
-    //  journal when systemd connected stderr to it. Configuration problems
-    //  are lines like any other, so `journalctl -p err` and jq find them.
-    mx_log_set_journal (mx_log_fd_is_journal (STDERR_FILENO));
+    //  Configuration problems are lines like any other, so `journalctl -p
+    //  err` and jq find them.
     zlist_t *errors = NULL, *warnings = NULL;
     mx_config_t *config = mx_config_load (config_path, environ, &errors, &warnings);
     for (char *line = warnings ? (char *) zlist_first (warnings) : NULL; line; line = (char *) zlist_next (warnings))
@@ -598,6 +730,7 @@ main (int argc, char **argv)
     sigemptyset (&signals);
     sigaddset (&signals, SIGINT);
     sigaddset (&signals, SIGTERM);
+    sigaddset (&signals, SIGHUP);
     pthread_sigmask (SIG_BLOCK, &signals, NULL);
     signal (SIGPIPE, SIG_IGN);
     int signal_fd = signalfd (-1, &signals, SFD_CLOEXEC);
@@ -676,8 +809,13 @@ main (int argc, char **argv)
             }
             if (items [0].revents & ZMQ_POLLIN) {
                 struct signalfd_siginfo info;
-                if (read (signal_fd, &info, sizeof info) == (ssize_t) sizeof info)
-                    mx_info (ACTOR, "received %s: shutting down", strsignal ((int) info.ssi_signo));
+                if (read (signal_fd, &info, sizeof info) != (ssize_t) sizeof info)
+                    continue;
+                if (info.ssi_signo == SIGHUP) {
+                    s_reload (config_path, config);
+                    continue;
+                }
+                mx_info (ACTOR, "received %s: shutting down", strsignal ((int) info.ssi_signo));
                 break;
             }
             if (items [1].revents & ZMQ_POLLIN) {

@@ -9,11 +9,14 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#include <libpq-fe.h>
 
 #define S_ZONEINFO_DIR "/usr/share/zoneinfo"
 
@@ -27,6 +30,11 @@
 #define S_MAX_SETTINGS 4096
 //  ZPL problems listed one by one; past this, one line says there are more.
 #define S_MAX_ZPL_PROBLEMS 20
+//  A secret file beyond this is not a secret.
+#define S_MAX_SECRET_BYTES (64 * 1024)
+//  Suffix of the key, and of the environment variable, naming a secret file.
+#define S_FILE_KEY_SUFFIX "-file"
+#define S_FILE_ENV_SUFFIX "_FILE"
 
 typedef enum {
     S_TYPE_BOOL,
@@ -149,6 +157,14 @@ static bool
 s_is_secret (int idx)
 {
     return s_ends_with (s_keys [idx].key, "password");
+}
+
+bool
+mx_config_is_secret (int idx)
+{
+    assert (idx >= 0 && idx < MX_CONFIG_KEY_COUNT);
+    //  The conninfo may carry a password (and sslpassword) inline.
+    return s_is_secret (idx) || idx == MX_CONFIG_IDX_pg_conninfo;
 }
 
 //  Copy of text without leading and trailing blanks.
@@ -487,6 +503,8 @@ mx_config_destroy (mx_config_t **self_p)
             if (s_keys [idx].type == S_TYPE_STRING_LIST)
                 s_string_list_free ((mx_config_string_list_t *) member);
         }
+        for (int idx = 0; idx < MX_CONFIG_KEY_COUNT; idx++)
+            free (self->secret_file_ [idx]);
         free (self->path_);
         free (self);
         *self_p = NULL;
@@ -522,6 +540,78 @@ mx_config_set (mx_config_t *self, const char *key, const char *value,
         return -1;
     }
     return s_set (self, idx, value, errors, S_ORIGIN_SET, "");
+}
+
+
+//  --------------------------------------------------------------------------
+//  Secrets from files (KEY-file, KEY_FILE)
+
+//  The secret key that name ends in suffix for, or -1.
+static int
+s_find_secret_by_suffix (const char *name, const char *suffix, int (*find) (const char *))
+{
+    if (!s_ends_with (name, suffix) || strlen (name) == strlen (suffix))
+        return -1;
+    char *base = strndup (name, strlen (name) - strlen (suffix));
+    assert (base);
+    int idx = find (base);
+    free (base);
+    return idx >= 0 && mx_config_is_secret (idx)? idx: -1;
+}
+
+//  Sets secret idx to the content of the file at path, without one
+//  trailing newline. Messages name the file, never what it holds.
+static int
+s_set_from_file (mx_config_t *self, int idx, const char *path, zlist_t *errors,
+                 s_origin_t origin, const char *where)
+{
+    const char *key = s_keys [idx].key;
+    int fd = open (path, O_RDONLY | O_CLOEXEC);
+    if (fd == -1) {
+        s_add (errors, "%s%s: cannot read the secret file %s: %s", key, where, path, strerror (errno));
+        return -1;
+    }
+    struct stat status;
+    char *text = NULL;
+    ssize_t size = -1;
+    if (fstat (fd, &status) == -1 || !S_ISREG (status.st_mode))
+        s_add (errors, "%s%s: the secret file %s is not a regular file", key, where, path);
+    else
+    if (status.st_size > S_MAX_SECRET_BYTES)
+        s_add (errors, "%s%s: the secret file %s is larger than %d bytes", key, where, path,
+               S_MAX_SECRET_BYTES);
+    else {
+        text = (char *) zmalloc ((size_t) status.st_size + 1);
+        assert (text);
+        size = read (fd, text, (size_t) status.st_size);
+        if (size < 0)
+            s_add (errors, "%s%s: cannot read the secret file %s: %s", key, where, path, strerror (errno));
+    }
+    close (fd);
+    int rc = -1;
+    if (size >= 0) {
+        text [size] = '\0';
+        if (strlen (text) != (size_t) size)
+            s_add (errors, "%s%s: the secret file %s contains a NUL byte", key, where, path);
+        else {
+            if (size && text [size - 1] == '\n')
+                text [--size] = '\0';
+            if (size && text [size - 1] == '\r')
+                text [--size] = '\0';
+            rc = s_set (self, idx, text, errors, origin, where);
+        }
+    }
+    if (text) {
+        explicit_bzero (text, (size_t) status.st_size);
+        free (text);
+    }
+    if (rc == 0) {
+        free (self->secret_file_ [idx]);
+        self->secret_file_ [idx] = strdup (path);
+        assert (self->secret_file_ [idx]);
+        self->secret_mode_ [idx] = (unsigned) (status.st_mode & 07777);
+    }
+    return rc;
 }
 
 
@@ -576,6 +666,17 @@ s_walk (s_walk_t *walk, zconfig_t *node, const char *prefix)
         }
         else {
             int idx = s_find (key);
+            int secret = idx == -1? s_find_secret_by_suffix (key, S_FILE_KEY_SUFFIX, s_find): -1;
+            if (secret >= 0) {
+                if (walk->seen [secret])
+                    s_add (walk->errors, "%s: key '%s' is set more than once (also as %s%s)", walk->path,
+                           s_keys [secret].key, s_keys [secret].key, S_FILE_KEY_SUFFIX);
+                else {
+                    walk->seen [secret] = true;
+                    s_set_from_file (walk->config, secret, value, walk->errors, S_ORIGIN_FILE, walk->where);
+                }
+            }
+            else
             if (idx == -1) {
                 const char *hint = s_suggest (key);
                 s_add (walk->errors, "%s: unknown key '%s'%s%s%s", walk->path, key,
@@ -583,7 +684,8 @@ s_walk (s_walk_t *walk, zconfig_t *node, const char *prefix)
             }
             else
             if (walk->seen [idx])
-                s_add (walk->errors, "%s: key '%s' is set more than once", walk->path, key);
+                s_add (walk->errors, "%s: key '%s' is set more than once%s", walk->path, key,
+                       mx_config_is_secret (idx)? " (or also as a -file)": "");
             else {
                 walk->seen [idx] = true;
                 s_set (walk->config, idx, value, walk->errors, S_ORIGIN_FILE, walk->where);
@@ -737,7 +839,7 @@ s_zpl_check (const char *path, const char *text, zlist_t *errors)
 
 //  Whole file as a string, or NULL with one error line.
 static char *
-s_read_file (const char *path, zlist_t *errors)
+s_read_file (const char *path, unsigned *mode, zlist_t *errors)
 {
     struct stat status;
     if (stat (path, &status) == -1) {
@@ -752,6 +854,7 @@ s_read_file (const char *path, zlist_t *errors)
         s_add (errors, "config file %s is larger than %d bytes", path, S_MAX_FILE_BYTES);
         return NULL;
     }
+    *mode = (unsigned) (status.st_mode & 07777);
     FILE *file = fopen (path, "rb");
     if (!file) {
         s_add (errors, "cannot read config file %s: %s", path, strerror (errno));
@@ -794,9 +897,11 @@ s_read_file (const char *path, zlist_t *errors)
 static int
 s_load_file (mx_config_t *self, const char *path, zlist_t *errors)
 {
-    char *text = s_read_file (path, errors);
+    unsigned mode = 0;
+    char *text = s_read_file (path, &mode, errors);
     if (!text)
         return -1;
+    self->file_mode_ = mode;
     if (s_zpl_check (path, text, errors) > 0) {
         free (text);
         return -1;
@@ -835,6 +940,7 @@ static int
 s_load_env (mx_config_t *self, char **envp, zlist_t *errors, zlist_t *warnings)
 {
     int rc = 0;
+    bool seen [MX_CONFIG_KEY_COUNT] = { false };
     for (char **entry = envp; entry && *entry; entry++) {
         const char *equals = strchr (*entry, '=');
         if (!equals)
@@ -842,10 +948,24 @@ s_load_env (mx_config_t *self, char **envp, zlist_t *errors, zlist_t *warnings)
         char *name = strndup (*entry, (size_t) (equals - *entry));
         assert (name);
         int idx = s_find_env (name);
-        if (idx >= 0) {
+        int secret = idx == -1? s_find_secret_by_suffix (name, S_FILE_ENV_SUFFIX, s_find_env): -1;
+        int target = idx >= 0? idx: secret;
+        if (target >= 0 && seen [target]) {
+            char env [128];
+            s_add (errors, "environment %s and %s%s are both set: set one of them",
+                   mx_config_env_name (s_keys [target].key, env, sizeof env),
+                   env, S_FILE_ENV_SUFFIX);
+            rc = -1;
+        }
+        else
+        if (target >= 0) {
+            seen [target] = true;
             char *where = zsys_sprintf (" (from environment %s)", name);
             assert (where);
-            if (s_set (self, idx, equals + 1, errors, S_ORIGIN_ENV, where) == -1)
+            int set = idx >= 0
+                    ? s_set (self, idx, equals + 1, errors, S_ORIGIN_ENV, where)
+                    : s_set_from_file (self, secret, equals + 1, errors, S_ORIGIN_ENV, where);
+            if (set == -1)
                 rc = -1;
             free (where);
         }
@@ -885,8 +1005,9 @@ s_format_time_of_day (int minutes)
     return zsys_sprintf ("%02d:%02d", minutes / 60, minutes % 60);
 }
 
-//  Masks passwords in a libpq conninfo: keyword form (password=...) and
-//  URI form (postgresql://user:secret@host, ?password=...).
+//  Masks passwords in a libpq conninfo: keyword form (password=...,
+//  sslpassword=...) and URI form (postgresql://user:secret@host,
+//  ?password=..., &sslpassword=...).
 static char *
 s_mask_conninfo (const char *conninfo)
 {
@@ -907,7 +1028,10 @@ s_mask_conninfo (const char *conninfo)
         }
         while (*scan) {
             const char *param = strstr (scan, "password=");
-            bool at_start = param && (param [-1] == '?' || param [-1] == '&');
+            //  password= or sslpassword=, each a parameter of its own.
+            const char *name = param && param - 3 >= conninfo && strncmp (param - 3, "ssl", 3) == 0
+                             ? param - 3: param;
+            bool at_start = name && name > conninfo && (name [-1] == '?' || name [-1] == '&');
             if (!param) {
                 zchunk_extend (out, scan, strlen (scan));
                 break;
@@ -952,8 +1076,10 @@ s_mask_conninfo (const char *conninfo)
             }
             else
                 scan += strcspn (scan, " \t\n");
-            if (keyword_len == strlen ("password")
-            &&  strncmp (keyword, "password", keyword_len) == 0)
+            if ((keyword_len == strlen ("password")
+            &&   strncmp (keyword, "password", keyword_len) == 0)
+            ||  (keyword_len == strlen ("sslpassword")
+            &&   strncmp (keyword, "sslpassword", keyword_len) == 0))
                 zchunk_extend (out, "***", 3);
             else
                 zchunk_extend (out, value, (size_t) (scan - value));
@@ -1065,7 +1191,11 @@ mx_config_print_reference (FILE *out)
              "do not edit by hand.\n\n"
              "Precedence: defaults < config file (`msgxd --config FILE`, czmq ZPL) < environment. "
              "Durations take `ms`, `s`, `m`, `h`, `d` (a bare number only in `-ms` keys); lists are "
-             "comma-separated; times of day are `HH:MM` in the airport zone.\n\n");
+             "comma-separated; times of day are `HH:MM` in the airport zone.\n\n"
+             "Reloadable: `msgx.log.level` alone. SIGHUP (`systemctl reload msgxd`) reads the file and "
+             "the environment again and applies it at once, without a restart (the instance keeps its "
+             "role); a configuration that does not load is refused and the running one kept. Every other "
+             "key takes effect at the next start (a reload names the changed ones).\n\n");
     fprintf (out, "| key | environment | type | default | meaning |\n");
     fprintf (out, "|---|---|---|---|---|\n");
     for (int idx = 0; idx < MX_CONFIG_KEY_COUNT; idx++) {
@@ -1130,6 +1260,12 @@ mx_config_print_man (FILE *out)
            "Bad configuration is refused with one line per problem and exit code 78;\n"
            ".B msgxd \\-\\-config FILE \\-\\-check\\-config\n"
            "checks a file without starting.\n"
+           ".PP\n"
+           "Reloadable: msgx.log.level alone. SIGHUP\n"
+           ".RB ( \"systemctl reload msgxd\" )\n"
+           "reads the file and the environment again and applies it at once, without a\n"
+           "restart; a configuration that does not load is refused and the running one\n"
+           "kept. Every other key takes effect at the next start.\n"
            ".SH KEYS\n", out);
     for (int idx = 0; idx < MX_CONFIG_KEY_COUNT; idx++) {
         const s_key_t *key = &s_keys [idx];
@@ -1460,6 +1596,227 @@ s_check_pipeline (const mx_config_t *self, zlist_t *problems)
     s_int_range (self, problems, S_IDX (pipeline_late_detect_ids), 1, 10000000);
 }
 
+static bool
+s_one_of (const char *value, const char *const *allowed)
+{
+    for (; *allowed; allowed++)
+        if (streq (value, *allowed))
+            return true;
+    return false;
+}
+
+static bool
+s_kafka_encrypted (const mx_config_t *self)
+{
+    return streq (self->kafka_security_protocol, "ssl") || streq (self->kafka_security_protocol, "sasl_ssl");
+}
+
+static bool
+s_kafka_sasl (const mx_config_t *self)
+{
+    return s_starts_with (self->kafka_security_protocol, "sasl_");
+}
+
+//  msgx.kafka.security.*: each setting only where its protocol uses it,
+//  so a half-done TLS or SASL setup is refused rather than ignored.
+static void
+s_check_kafka_security (const mx_config_t *self, zlist_t *problems, bool prod)
+{
+    static const char *protocols [] = { "plaintext", "ssl", "sasl_plaintext", "sasl_ssl", NULL };
+    static const char *mechanisms [] = { "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", NULL };
+    static const char *algorithms [] = { "https", "none", NULL };
+    if (!s_one_of (self->kafka_security_protocol, protocols)) {
+        s_problem (self, problems, S_IDX (kafka_security_protocol),
+                   "must be plaintext, ssl, sasl_plaintext or sasl_ssl");
+        return;
+    }
+    if (!*self->kafka_bootstrap_servers && !streq (self->kafka_security_protocol, "plaintext"))
+        s_problem (self, problems, S_IDX (kafka_security_protocol),
+                   "the embedded mock cluster (no msgx.kafka.bootstrap-servers) speaks plaintext only");
+    if (prod && !s_kafka_encrypted (self) && !self->kafka_security_allow_plaintext)
+        s_problem (self, problems, S_IDX (kafka_security_protocol),
+                   "prod refuses unencrypted Kafka: use ssl or sasl_ssl, or set "
+                   "msgx.kafka.security.allow-plaintext = true for a network you trust");
+    int ssl_keys [] = { S_IDX (kafka_security_ssl_ca_location), S_IDX (kafka_security_ssl_certificate_location),
+                        S_IDX (kafka_security_ssl_key_location), S_IDX (kafka_security_ssl_key_password) };
+    for (size_t i = 0; i < sizeof ssl_keys / sizeof ssl_keys [0]; i++)
+        if (!s_kafka_encrypted (self) && **(char **) s_member (self, ssl_keys [i]))
+            s_problem (self, problems, ssl_keys [i],
+                       "applies only with msgx.kafka.security.protocol ssl or sasl_ssl");
+    if (!*self->kafka_security_ssl_certificate_location != !*self->kafka_security_ssl_key_location)
+        s_problem (self, problems, S_IDX (kafka_security_ssl_key_location),
+                   "a client certificate needs its key and a key its certificate "
+                   "(msgx.kafka.security.ssl.certificate.location)");
+    if (!s_one_of (self->kafka_security_ssl_endpoint_identification_algorithm, algorithms))
+        s_problem (self, problems, S_IDX (kafka_security_ssl_endpoint_identification_algorithm),
+                   "must be https or none");
+    else
+    if (prod && streq (self->kafka_security_ssl_endpoint_identification_algorithm, "none"))
+        s_problem (self, problems, S_IDX (kafka_security_ssl_endpoint_identification_algorithm),
+                   "prod checks the brokers' host names: a certificate for any name is accepted only in dev");
+    int sasl_keys [] = { S_IDX (kafka_security_sasl_mechanisms), S_IDX (kafka_security_sasl_username),
+                         S_IDX (kafka_security_sasl_password) };
+    for (size_t i = 0; i < sizeof sasl_keys / sizeof sasl_keys [0]; i++) {
+        bool set = **(char **) s_member (self, sasl_keys [i]);
+        if (!s_kafka_sasl (self) && set)
+            s_problem (self, problems, sasl_keys [i],
+                       "applies only with msgx.kafka.security.protocol sasl_plaintext or sasl_ssl");
+        else
+        if (s_kafka_sasl (self) && !set)
+            s_problem (self, problems, sasl_keys [i],
+                       "must be set with msgx.kafka.security.protocol %s", self->kafka_security_protocol);
+    }
+    if (*self->kafka_security_sasl_mechanisms && !s_one_of (self->kafka_security_sasl_mechanisms, mechanisms))
+        s_problem (self, problems, S_IDX (kafka_security_sasl_mechanisms),
+                   "must be PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (OAUTHBEARER needs a token "
+                   "provider msgxd does not configure)");
+}
+
+//  mailbox.shared-mysql.ssl-*: prod verifies the server unless it is on
+//  this host (a Unix socket) or the operator says otherwise.
+static void
+s_check_mailbox_tls (const mx_config_t *self, zlist_t *problems, bool prod)
+{
+    static const char *modes [] = { "disabled", "required", "verify-full", NULL };
+    if (!s_one_of (self->mailbox_shared_mysql_ssl_mode, modes)) {
+        s_problem (self, problems, S_IDX (mailbox_shared_mysql_ssl_mode),
+                   "must be disabled, required or verify-full");
+        return;
+    }
+    bool tls = !streq (self->mailbox_shared_mysql_ssl_mode, "disabled");
+    int files [] = { S_IDX (mailbox_shared_mysql_ssl_ca), S_IDX (mailbox_shared_mysql_ssl_cert),
+                     S_IDX (mailbox_shared_mysql_ssl_key) };
+    for (size_t i = 0; i < sizeof files / sizeof files [0]; i++)
+        if (!tls && **(char **) s_member (self, files [i]))
+            s_problem (self, problems, files [i],
+                       "applies only with mailbox.shared-mysql.ssl-mode required or verify-full");
+    if (!*self->mailbox_shared_mysql_ssl_cert != !*self->mailbox_shared_mysql_ssl_key)
+        s_problem (self, problems, S_IDX (mailbox_shared_mysql_ssl_key),
+                   "a client certificate needs its key and a key its certificate (mailbox.shared-mysql.ssl-cert)");
+    if (prod && self->mailbox_shared_mysql_enabled && !*self->mailbox_shared_mysql_socket
+    &&  !streq (self->mailbox_shared_mysql_ssl_mode, "verify-full") && !self->mailbox_shared_mysql_allow_unverified)
+        s_problem (self, problems, S_IDX (mailbox_shared_mysql_ssl_mode),
+                   "prod verifies the mailbox server: set verify-full (with mailbox.shared-mysql.ssl-ca), or "
+                   "mailbox.shared-mysql.allow-unverified = true for a network you trust");
+}
+
+//  The sslmode libpq will use: the conninfo's, else PGSSLMODE, else its
+//  default (prefer). NULL when the conninfo does not parse (msgxd reports
+//  that where it connects).
+static char *
+s_pg_sslmode (const char *conninfo)
+{
+    char *parse_error = NULL;
+    PQconninfoOption *options = PQconninfoParse (conninfo, &parse_error);
+    PQfreemem (parse_error);
+    if (!options)
+        return NULL;
+    const char *mode = NULL;
+    for (PQconninfoOption *option = options; option->keyword; option++)
+        if (option->val && *option->val) {
+            if (streq (option->keyword, "sslmode"))
+                mode = option->val;
+            else
+            if (streq (option->keyword, "requiressl") && !mode && streq (option->val, "1"))
+                mode = "require";
+        }
+    if (!mode)
+        mode = getenv ("PGSSLMODE");
+    char *copy = strdup (mode && *mode? mode: "prefer");
+    assert (copy);
+    PQconninfoFree (options);
+    return copy;
+}
+
+static void
+s_check_pg_tls (const mx_config_t *self, zlist_t *problems, bool prod)
+{
+    if (!prod || self->pg_allow_unverified)
+        return;
+    char *mode = s_pg_sslmode (self->pg_conninfo);
+    if (mode && !streq (mode, "verify-ca") && !streq (mode, "verify-full"))
+        s_problem (self, problems, S_IDX (pg_conninfo),
+                   "sslmode %s does not verify the server: prod needs sslmode=verify-full (or verify-ca) "
+                   "with sslrootcert, or msgx.pg.allow-unverified = true for a network you trust", mode);
+    free (mode);
+}
+
+//  Files others can read leak what is in them; prod refuses them.
+static void
+s_check_permissions (const mx_config_t *self, zlist_t *problems, bool prod)
+{
+    if (!prod)
+        return;
+    if (self->path_ && (self->file_mode_ & 007))
+        s_add (problems, "config file %s is readable by others (mode %04o): chmod o-rwx it (0640, group msgx)",
+               self->path_, self->file_mode_);
+    for (int idx = 0; idx < MX_CONFIG_KEY_COUNT; idx++)
+        if (self->secret_file_ [idx] && (self->secret_mode_ [idx] & 007))
+            s_add (problems, "%s: the secret file %s is readable by others (mode %04o): chmod o-rwx it",
+                   s_keys [idx].key, self->secret_file_ [idx], self->secret_mode_ [idx]);
+}
+
+//  host:port of a tcp:// endpoint names a loopback address: 127.0.0.0/8,
+//  [::1] or localhost; never a wildcard or an interface name.
+static bool
+s_loopback_endpoint (const char *address)
+{
+    const char *colon = strrchr (address, ':');
+    if (!colon)
+        return false;
+    char *host = strndup (address, (size_t) (colon - address));
+    assert (host);
+    bool loopback = streq (host, "localhost") || streq (host, "[::1]");
+    if (!loopback && s_starts_with (host, "127.")) {
+        //  Four decimal parts: 127.x.y.z.
+        int parts = 0;
+        loopback = true;
+        for (const char *scan = host; *scan && loopback; parts++) {
+            size_t digits = strspn (scan, "0123456789");
+            loopback = digits >= 1 && digits <= 3 && atoi (scan) <= 255;
+            scan += digits;
+            if (*scan == '.')
+                scan++;
+            else
+            if (*scan)
+                loopback = false;
+        }
+        loopback = loopback && parts == 4;
+    }
+    free (host);
+    return loopback;
+}
+
+//  msgx.admin.*: the endpoint and what protects it.
+static void
+s_check_admin (const mx_config_t *self, zlist_t *problems)
+{
+    const char *admin = self->admin_endpoint;
+    if (!((s_starts_with (admin, "ipc://") || s_starts_with (admin, "tcp://"))
+    &&   strlen (admin) > strlen ("ipc://")))
+        s_problem (self, problems, S_IDX (admin_endpoint),
+                   "must start with ipc:// or tcp:// followed by an address");
+    bool curve = *self->admin_curve_server_cert || *self->admin_curve_clients;
+    if (s_starts_with (admin, "tcp://") && !curve && !s_loopback_endpoint (admin + strlen ("tcp://")))
+        s_problem (self, problems, S_IDX (admin_endpoint),
+                   "a tcp:// admin endpoint without CURVE has no authentication, so it must be on a loopback "
+                   "address (tcp://127.0.0.1:PORT or tcp://[::1]:PORT); set msgx.admin.curve.server-cert "
+                   "and msgx.admin.curve.clients, or use ipc://");
+    if (curve && !s_starts_with (admin, "tcp://"))
+        s_problem (self, problems, S_IDX (admin_curve_server_cert),
+                   "CURVE applies to a tcp:// msgx.admin.endpoint only");
+    else
+    if (curve && (!*self->admin_curve_server_cert || !*self->admin_curve_clients))
+        s_problem (self, problems, S_IDX (admin_curve_clients),
+                   "CURVE needs both msgx.admin.curve.server-cert and msgx.admin.curve.clients");
+    s_int_range (self, problems, S_IDX (admin_max_request_bytes), 1024, 16 * 1024 * 1024);
+    //  Whether the group exists is checked where the socket is made: the
+    //  configuration may be checked on a host without it.
+    if (*self->admin_group && !s_starts_with (admin, "ipc://"))
+        s_problem (self, problems, S_IDX (admin_group),
+                   "applies to an ipc:// msgx.admin.endpoint only (tcp:// has no permissions)");
+}
+
 int
 mx_config_validate (const mx_config_t *self, zlist_t *errors)
 {
@@ -1479,7 +1836,10 @@ mx_config_validate (const mx_config_t *self, zlist_t *errors)
     if (prod && self->stubs)
         s_problem (self, problems, S_IDX (stubs), "stubs are refused in prod (msgx.profile = prod)");
 
+    s_check_permissions (self, problems, prod);
+
     //  PostgreSQL, instance
+    s_check_pg_tls (self, problems, prod);
     s_duration_range (self, problems, S_IDX (pg_statement_timeout), 1, INT32_MAX);
     s_duration_range (self, problems, S_IDX (instance_standby_retry), 1, INT64_MAX);
 
@@ -1542,6 +1902,7 @@ mx_config_validate (const mx_config_t *self, zlist_t *errors)
     &&  self->kafka_delivery_timeout <= self->kafka_linger_ms)
         s_problem (self, problems, S_IDX (kafka_delivery_timeout),
                    "must be more than msgx.kafka.linger-ms");
+    s_check_kafka_security (self, problems, prod);
     s_int_range (self, problems, S_IDX (delivery_max_attempts), 1, INT32_MAX);
     if (self->delivery_backoff.count == 0)
         s_problem (self, problems, S_IDX (delivery_backoff), "needs at least one delay, e.g. 1s,5s,30s,1m");
@@ -1554,16 +1915,7 @@ mx_config_validate (const mx_config_t *self, zlist_t *errors)
     //  Endpoints
     s_check_http (self, problems);
     s_int_range (self, problems, S_IDX (http_max_body_bytes), 1, INT64_MAX);
-    const char *admin = self->admin_endpoint;
-    if (!((s_starts_with (admin, "ipc://") || s_starts_with (admin, "tcp://"))
-    &&   strlen (admin) > strlen ("ipc://")))
-        s_problem (self, problems, S_IDX (admin_endpoint),
-                   "must start with ipc:// or tcp:// followed by an address");
-    //  Whether the group exists is checked where the socket is made: the
-    //  configuration may be checked on a host without it.
-    if (*self->admin_group && !s_starts_with (admin, "ipc://"))
-        s_problem (self, problems, S_IDX (admin_group),
-                   "applies to an ipc:// msgx.admin.endpoint only (tcp:// has no permissions)");
+    s_check_admin (self, problems);
 
     //  Shared mailbox
     s_int_range (self, problems, S_IDX (mailbox_shared_mysql_port), 1, 65535);
@@ -1571,6 +1923,7 @@ mx_config_validate (const mx_config_t *self, zlist_t *errors)
     s_check_mysql_timeout (self, problems, S_IDX (mailbox_shared_mysql_read_timeout));
     s_check_mysql_timeout (self, problems, S_IDX (mailbox_shared_mysql_write_timeout));
     s_check_mysql_time_zone (self, problems);
+    s_check_mailbox_tls (self, problems, prod);
     if (self->mailbox_shared_mysql_enabled) {
         if (*self->mailbox_shared_mysql_database == '\0')
             s_problem (self, problems, S_IDX (mailbox_shared_mysql_database),
@@ -1603,6 +1956,24 @@ mx_config_validate (const mx_config_t *self, zlist_t *errors)
 //  --------------------------------------------------------------------------
 //  Loading
 
+//  What a valid configuration allows but an operator must keep seeing:
+//  warnings, logged at every start.
+static void
+s_notices (const mx_config_t *self, zlist_t *warnings)
+{
+    bool prod = streq (self->profile, "prod");
+    if (prod && !s_kafka_encrypted (self))
+        s_add (warnings, "msgx.kafka.security.allow-plaintext = true: traffic to the Kafka brokers "
+               "(protocol %s) is not encrypted%s", self->kafka_security_protocol,
+               s_kafka_sasl (self)? ", and the SASL password crosses the network in the clear": "");
+    if (prod && self->pg_allow_unverified)
+        s_add (warnings, "msgx.pg.allow-unverified = true: the PostgreSQL server's certificate is not verified");
+    if (prod && self->mailbox_shared_mysql_enabled && self->mailbox_shared_mysql_allow_unverified
+    &&  !streq (self->mailbox_shared_mysql_ssl_mode, "verify-full"))
+        s_add (warnings, "mailbox.shared-mysql.allow-unverified = true: the mailbox server is not verified "
+               "(ssl-mode %s)", self->mailbox_shared_mysql_ssl_mode);
+}
+
 mx_config_t *
 mx_config_load (const char *path, char **envp, zlist_t **errors, zlist_t **warnings)
 {
@@ -1621,5 +1992,7 @@ mx_config_load (const char *path, char **envp, zlist_t **errors, zlist_t **warni
 
     if (zlist_size (error_list) != before)
         mx_config_destroy (&self);
+    else
+        s_notices (self, warning_list);
     return self;
 }

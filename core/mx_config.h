@@ -11,6 +11,12 @@
     MS_LIST / STRING_LIST the list structs below, TIME_OF_DAY int minutes
     after midnight (-1 = not set).
 
+    Secrets (keys ending in "password", and msgx.pg.conninfo) may also come
+    from a file: KEY-file = PATH in the config file, or the environment
+    variable with _FILE appended (MAILBOX_SHARED_MYSQL_PASSWORD_FILE). The
+    file's content, without a trailing newline, is the value. In prod the
+    config file and every secret file must not be readable by others.
+
     File: czmq ZPL (zconfig). Keys may be written flat at top level
     (msgx.pipeline.claim-batch = 50), as nested sections (msgx / pipeline /
     claim-batch, 4 spaces per level), or as a slash path
@@ -67,6 +73,10 @@ typedef struct {
     //  Private: where each value came from, for messages.
     uint8_t origin_ [MX_CONFIG_KEY_COUNT];
     char *path_;
+    unsigned file_mode_;                    //  of the config file, 0 without one
+    //  A secret read from a file (KEY-file, KEY_FILE): the file and its mode.
+    char *secret_file_ [MX_CONFIG_KEY_COUNT];
+    unsigned secret_mode_ [MX_CONFIG_KEY_COUNT];
 } mx_config_t;
 
 //  Defaults, then the file (path may be NULL), then envp (NULL-terminated
@@ -94,6 +104,9 @@ void mx_config_destroy (mx_config_t **self_p);
 //  "HH:MM" or ""); passwords shown as "***" when non-empty, also inside
 //  msgx.pg.conninfo. Caller owns the result.
 json_t *mx_config_to_json (const mx_config_t *self);
+
+//  Whether key idx holds a secret (masked everywhere, may come from a file).
+bool mx_config_is_secret (int idx);
 
 //  Markdown table: key, env name, type, default, doc.
 void mx_config_print_reference (FILE *out);

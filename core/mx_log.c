@@ -46,6 +46,17 @@ static struct {
 } s_log = { .lock = PTHREAD_MUTEX_INITIALIZER, .ready = PTHREAD_COND_INITIALIZER, .fd = 2 };
 
 static _Atomic int s_level = MX_LOG_INFO;
+
+//  Levels of single actors, changed at runtime (msgxctl log-level). A slot's
+//  name is written once, under the mutex, before the count publishes it;
+//  readers take no lock. A level of -1 means the actor follows s_level.
+#define ACTOR_LEVELS_MAX 32
+static struct {
+    char name [MX_LOG_ACTOR_NAME_MAX + 1];
+    _Atomic int level;
+} s_actor_levels [ACTOR_LEVELS_MAX];
+static _Atomic size_t s_actor_level_count = 0;
+static pthread_mutex_t s_actor_levels_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic bool s_journal = false;
 static _Atomic bool s_shadow = false;
 static _Atomic uint64_t s_dropped = 0;
@@ -190,6 +201,84 @@ void
 mx_log_set_level (mx_log_level_t level)
 {
     atomic_store (&s_level, (int) level);
+}
+
+mx_log_level_t
+mx_log_level (void)
+{
+    return (mx_log_level_t) atomic_load (&s_level);
+}
+
+const char *
+mx_log_level_name (mx_log_level_t level)
+{
+    assert ((int) level >= MX_LOG_DEBUG && (int) level <= MX_LOG_ERROR);
+    return s_level_names [level];
+}
+
+int
+mx_log_set_actor_level (const char *actor, int level)
+{
+    if (!actor || !*actor || strlen (actor) > MX_LOG_ACTOR_NAME_MAX
+    ||  level < -1 || level > (int) MX_LOG_ERROR)
+        return -1;
+    pthread_mutex_lock (&s_actor_levels_lock);
+    size_t count = atomic_load (&s_actor_level_count);
+    size_t slot = 0;
+    while (slot < count && strcmp (s_actor_levels [slot].name, actor) != 0)
+        slot++;
+    int rc = 0;
+    if (slot < count)
+        atomic_store (&s_actor_levels [slot].level, level);
+    else
+    if (level >= 0 && count < ACTOR_LEVELS_MAX) {
+        strcpy (s_actor_levels [slot].name, actor);
+        atomic_store (&s_actor_levels [slot].level, level);
+        atomic_store (&s_actor_level_count, count + 1);
+    }
+    else
+    if (level >= 0)
+        rc = -1;
+    pthread_mutex_unlock (&s_actor_levels_lock);
+    return rc;
+}
+
+void
+mx_log_clear_actor_levels (void)
+{
+    pthread_mutex_lock (&s_actor_levels_lock);
+    size_t count = atomic_load (&s_actor_level_count);
+    for (size_t slot = 0; slot < count; slot++)
+        atomic_store (&s_actor_levels [slot].level, -1);
+    pthread_mutex_unlock (&s_actor_levels_lock);
+}
+
+json_t *
+mx_log_levels (void)
+{
+    json_t *actors = json_object ();
+    size_t count = atomic_load (&s_actor_level_count);
+    for (size_t slot = 0; slot < count; slot++) {
+        int level = atomic_load (&s_actor_levels [slot].level);
+        if (level >= 0)
+            json_object_set_new (actors, s_actor_levels [slot].name, json_string (s_level_names [level]));
+    }
+    return json_pack ("{s:s,s:o}", "level", s_level_names [atomic_load (&s_level)], "actors", actors);
+}
+
+//  The lowest level written for actor: its own when set, else the global.
+static int
+s_level_of (const char *actor)
+{
+    size_t count = atomic_load (&s_actor_level_count);
+    for (size_t slot = 0; slot < count && actor; slot++)
+        if (strcmp (s_actor_levels [slot].name, actor) == 0) {
+            int level = atomic_load (&s_actor_levels [slot].level);
+            if (level >= 0)
+                return level;
+            break;
+        }
+    return atomic_load (&s_level);
 }
 
 int
@@ -407,17 +496,16 @@ mx_log_set_shadow (bool shadow)
     atomic_store (&s_shadow, shadow);
 }
 
-void
-mx_log_vemit (mx_log_level_t level, const char *actor, json_t *fields,
-              const char *fmt, va_list args)
+static void
+s_emit (mx_log_level_t level, bool always, const char *actor, json_t *fields, const char *fmt, va_list args)
 {
-    if ((int) level < atomic_load (&s_level)) {
+    if (!actor)
+        actor = "main";
+    if (!always && (int) level < s_level_of (actor)) {
         json_decref (fields);
         return;
     }
     json_t *message = s_message (fmt, args);
-    if (!actor)
-        actor = "main";
     s_entry_t *entry = !message ? NULL
                      : atomic_load (&s_journal) ? s_journal_entry (level, actor, message, fields)
                      : s_json_entry (level, actor, message, fields);
@@ -427,6 +515,22 @@ mx_log_vemit (mx_log_level_t level, const char *actor, json_t *fields,
         s_push (entry);
     else
         atomic_fetch_add (&s_dropped, 1);
+}
+
+void
+mx_log_vemit (mx_log_level_t level, const char *actor, json_t *fields,
+              const char *fmt, va_list args)
+{
+    s_emit (level, false, actor, fields, fmt, args);
+}
+
+void
+mx_log_notice (const char *actor, json_t *fields, const char *fmt, ...)
+{
+    va_list args;
+    va_start (args, fmt);
+    s_emit (MX_LOG_INFO, true, actor, fields, fmt, args);
+    va_end (args);
 }
 
 void

@@ -51,7 +51,21 @@ int mx_log_start (int fd, size_t queue_lines);
 //  Drain what is queued, stop the writer thread. Safe to call twice.
 void mx_log_stop (void);
 
+//  The level every actor writes from, unless it has one of its own.
 void mx_log_set_level (mx_log_level_t level);
+mx_log_level_t mx_log_level (void);
+//  "debug" .. "error".
+const char *mx_log_level_name (mx_log_level_t level);
+
+//  At runtime, from any thread: actor's own lowest level (level -1: back to
+//  the global one). -1 for a name longer than MX_LOG_ACTOR_NAME_MAX, a bad
+//  level, or more than a few dozen actors with levels of their own.
+#define MX_LOG_ACTOR_NAME_MAX 31
+int mx_log_set_actor_level (const char *actor, int level);
+//  Every actor back to the global level.
+void mx_log_clear_actor_levels (void);
+//  {"level": global, "actors": {name: level, ...}} (new reference).
+json_t *mx_log_levels (void);
 //  A shadow instance: every line carries "shadow":true (SHADOW=true in the
 //  journal), so no line of a shadow run passes for the live system's.
 void mx_log_set_shadow (bool shadow);
@@ -70,6 +84,11 @@ void mx_log_emit (mx_log_level_t level, const char *actor, json_t *fields,
                   const char *fmt, ...) __attribute__ ((format (printf, 4, 5)));
 void mx_log_vemit (mx_log_level_t level, const char *actor, json_t *fields,
                    const char *fmt, va_list args);
+
+//  An info line written whatever the level: what an operator changed
+//  (the log level itself) must reach the log even when set to error.
+void mx_log_notice (const char *actor, json_t *fields, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
 
 #define mx_debug(actor, ...) mx_log_emit (MX_LOG_DEBUG, (actor), NULL, __VA_ARGS__)
 #define mx_info(actor, ...)  mx_log_emit (MX_LOG_INFO,  (actor), NULL, __VA_ARGS__)

@@ -175,13 +175,12 @@ s_id_array (const int64_t *ids, size_t count)
 }
 
 int
-mx_backfill_recover (PGconn *conn, const int64_t *ids, size_t id_count, bool all, const char *os_user,
-                     int64_t now_ms, int64_t **rearmed, size_t *rearmed_count, char **error)
+mx_backfill_recover (PGconn *conn, const int64_t *ids, size_t id_count, bool all, bool dry_run,
+                     const char *os_user, int64_t now_ms, json_t **rows, char **error)
 {
-    assert (conn && rearmed && rearmed_count);
+    assert (conn && rows);
     assert (all || ids || id_count == 0);
-    *rearmed = NULL;
-    *rearmed_count = 0;
+    *rows = NULL;
     json_t *asked = s_id_array (ids, all ? 0 : id_count);
     char *asked_text = json_dumps (asked, JSON_COMPACT);
     json_decref (asked);
@@ -194,13 +193,16 @@ mx_backfill_recover (PGconn *conn, const int64_t *ids, size_t id_count, bool all
     PGresult *res = NULL;
     int rc = mx_pg_exec (conn,
         "WITH rearmed AS ("
-        "  UPDATE proc_state SET backfill_abandoned_at = NULL, backfill_abandoned_reason = NULL,"
+        "  UPDATE proc_state p SET backfill_abandoned_at = NULL, backfill_abandoned_reason = NULL,"
         "  backfill_attempts = 0, backfill_next_at = " TS (3) ", updated_at = " TS (3)
-        "  WHERE backfill_abandoned_at IS NOT NULL AND backfill_at IS NULL"
-        "  AND state IN ('SUCCEEDED', 'SKIPPED', 'DEAD')"
-        "  AND ($1::boolean OR msg_id IN (SELECT value::bigint FROM json_array_elements_text ($2::json)))"
-        "  RETURNING msg_id)"
-        " SELECT msg_id FROM rearmed ORDER BY msg_id",
+        "  FROM (SELECT msg_id, backfill_abandoned_reason AS reason, backfill_error AS error FROM proc_state"
+        "        WHERE backfill_abandoned_at IS NOT NULL AND backfill_at IS NULL"
+        "        AND state IN ('SUCCEEDED', 'SKIPPED', 'DEAD')"
+        "        AND ($1::boolean OR msg_id IN (SELECT value::bigint FROM json_array_elements_text ($2::json)))"
+        "        FOR UPDATE) was"
+        "  WHERE p.msg_id = was.msg_id"
+        "  RETURNING was.msg_id, was.reason, was.error)"
+        " SELECT msg_id, reason, error FROM rearmed ORDER BY msg_id",
         3, params, &res, error);
     free (asked_text);
     if (rc) {
@@ -210,26 +212,39 @@ mx_backfill_recover (PGconn *conn, const int64_t *ids, size_t id_count, bool all
     size_t count = (size_t) PQntuples (res);
     int64_t *list = (int64_t *) calloc (count + 1, sizeof (int64_t));
     assert (list);
-    for (size_t i = 0; i < count; i++)
+    json_t *found = json_array ();
+    for (size_t i = 0; i < count; i++) {
         list [i] = mx_pg_get_int64 (res, (int) i, 0);
+        json_array_append_new (found, json_pack ("{s:I,s:s?,s:s?}", "msg_id", (json_int_t) list [i],
+            "reason", PQgetisnull (res, (int) i, 1) ? NULL : PQgetvalue (res, (int) i, 1),
+            "error", PQgetisnull (res, (int) i, 2) ? NULL : PQgetvalue (res, (int) i, 2)));
+    }
     PQclear (res);
     json_t *target = json_pack ("{s:o}", "msg_ids", s_id_array (list, count));
+    free (list);
     if (all)
         json_object_set_new (target, "all", json_true ());
     else
         json_object_set_new (target, "asked", s_id_array (ids, id_count));
     char *target_text = json_dumps (target, JSON_COMPACT);
     json_decref (target);
-    char detail [64];
-    snprintf (detail, sizeof detail, "%zu abandoned mark%s re-armed", count, count == 1 ? "" : "s");
-    rc = mx_audit_write (conn, "msgxctl", os_user, "backfill-recover", target_text, "ok", detail, now_ms, error);
-    free (target_text);
-    if (rc || mx_pg_commit (conn, error)) {
+    char detail [80];
+    snprintf (detail, sizeof detail, "%zu abandoned mark%s %s", count, count == 1 ? "" : "s",
+              dry_run ? "would be re-armed" : "re-armed");
+    //  A dry run undoes the statement, then records that it looked.
+    if (dry_run)
         s_rollback (conn);
-        free (list);
+    rc = mx_audit_write (conn, "msgxctl", os_user, "backfill-recover", target_text, dry_run ? "dry-run" : "ok",
+                         detail, now_ms, error);
+    free (target_text);
+    if (!dry_run && (rc || mx_pg_commit (conn, error))) {
+        s_rollback (conn);
+        rc = -1;
+    }
+    if (rc) {
+        json_decref (found);
         return -1;
     }
-    *rearmed = list;
-    *rearmed_count = count;
+    *rows = found;
     return 0;
 }

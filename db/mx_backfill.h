@@ -95,10 +95,12 @@ void mx_backfill_release (PGconn *conn);
 //  every abandoned row when all is true. Abandonment is cleared,
 //  backfill_attempts = 0, backfill_next_at = now; the audit_log row is
 //  written in the same transaction (actor msgxctl, action
-//  backfill-recover). *rearmed gets the re-armed ids, ascending (malloc'd,
-//  may be NULL when none), *rearmed_count their number.
-int mx_backfill_recover (PGconn *conn, const int64_t *ids, size_t id_count, bool all,
-                         const char *os_user, int64_t now_ms, int64_t **rearmed,
-                         size_t *rearmed_count, char **error);
+//  backfill-recover). *rows gets the re-armed marks as they were, by
+//  msg_id ascending: [{msg_id, reason (MISSING|EXHAUSTED), error}] (a new
+//  reference). dry_run: the same statement rolled back, so the preview is
+//  exactly what an act would re-arm now; only the audit row (result
+//  dry-run) stays.
+int mx_backfill_recover (PGconn *conn, const int64_t *ids, size_t id_count, bool all, bool dry_run,
+                         const char *os_user, int64_t now_ms, json_t **rows, char **error);
 
 #endif

@@ -255,6 +255,27 @@ s_set_time_zone (mx_mailbox_t *self, char **error)
     return rc;
 }
 
+//  TLS as mailbox.shared-mysql.ssl-mode says: required encrypts (and
+//  refuses a server without TLS), verify-full also checks the server's
+//  certificate against ssl-ca and its name against the host.
+static void
+s_tls_options (MYSQL *conn, const mx_config_t *config)
+{
+    const char *mode = config->mailbox_shared_mysql_ssl_mode;
+    if (strcmp (mode, "disabled") == 0)
+        return;
+    my_bool on = 1;
+    my_bool verify = strcmp (mode, "verify-full") == 0;
+    mysql_options (conn, MYSQL_OPT_SSL_ENFORCE, &on);
+    mysql_options (conn, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &verify);
+    if (*config->mailbox_shared_mysql_ssl_ca)
+        mysql_options (conn, MYSQL_OPT_SSL_CA, config->mailbox_shared_mysql_ssl_ca);
+    if (*config->mailbox_shared_mysql_ssl_cert)
+        mysql_options (conn, MYSQL_OPT_SSL_CERT, config->mailbox_shared_mysql_ssl_cert);
+    if (*config->mailbox_shared_mysql_ssl_key)
+        mysql_options (conn, MYSQL_OPT_SSL_KEY, config->mailbox_shared_mysql_ssl_key);
+}
+
 static int
 s_connect (mx_mailbox_t *self, char **error)
 {
@@ -286,6 +307,7 @@ s_connect (mx_mailbox_t *self, char **error)
     //  We reconnect ourselves, knowing which statements may be repeated.
     mysql_options (conn, MYSQL_OPT_RECONNECT, &off);
     mysql_options (conn, MYSQL_OPT_LOCAL_INFILE, &no_local_infile);
+    s_tls_options (conn, config);
 
     const char *user = config->mailbox_shared_mysql_user;
     const char *password = config->mailbox_shared_mysql_password;
@@ -294,9 +316,9 @@ s_connect (mx_mailbox_t *self, char **error)
                              config->mailbox_shared_mysql_database,
                              (unsigned int) config->mailbox_shared_mysql_port, socket, 0)) {
         self->last_errno = mysql_errno (conn);
-        s_set_error (error, "cannot connect to the mailbox at %s (database %s, user %s): %s (error %u)",
+        s_set_error (error, "cannot connect to the mailbox at %s (database %s, user %s, ssl-mode %s): %s (error %u)",
                      where, config->mailbox_shared_mysql_database, *user ? user : "(default)",
-                     mysql_error (conn), self->last_errno);
+                     config->mailbox_shared_mysql_ssl_mode, mysql_error (conn), self->last_errno);
         mysql_close (conn);
         return -1;
     }

@@ -127,19 +127,22 @@ failed:;
 }
 
 int
-mx_cursor_seed (PGconn *conn, int64_t w, int64_t now_ms, char **error)
+mx_cursor_seed (PGconn *conn, int64_t w, int64_t now_ms, bool dry_run, char **error)
 {
     char w_text [MX_PG_INT64_BUFSIZE], now [MX_PG_INT64_BUFSIZE];
     const char *params [] = { mx_pg_int64_text (w, w_text), mx_pg_int64_text (now_ms, now) };
     PGresult *res = NULL;
     //  One statement: the freshness check and the seed cannot be split by
-    //  another writer.
-    if (mx_pg_exec (conn,
+    //  another writer. The dry run asks the same question.
+#define S_FRESH " WHERE committed_up_to = 0 AND seeded_at IS NULL AND NOT EXISTS (SELECT 1 FROM proc_state)"
+    if (dry_run
+        ? mx_pg_exec (conn, "SELECT committed_up_to FROM inbox_cursor" S_FRESH, 0, NULL, &res, error)
+        : mx_pg_exec (conn,
             "UPDATE inbox_cursor SET committed_up_to = $1, seeded_at = " TS (2) ", hole_since = NULL,"
-            " updated_at = " TS (2)
-            " WHERE committed_up_to = 0 AND seeded_at IS NULL AND NOT EXISTS (SELECT 1 FROM proc_state)"
+            " updated_at = " TS (2) S_FRESH
             " RETURNING committed_up_to", 2, params, &res, error))
         return -1;
+#undef S_FRESH
     int seeded = PQntuples (res);
     PQclear (res);
     if (!seeded)

@@ -41,8 +41,9 @@ int mx_procstate_enqueue (PGconn *conn, const int64_t *ids, const int64_t *recei
 
 //  Cutover seeding: W = w and seeded_at = now in one statement, only on a
 //  fresh instance (W = 0 and proc_state empty). Returns 1 seeded, 0 refused
-//  (*error says why), -1 failure.
-int mx_cursor_seed (PGconn *conn, int64_t w, int64_t now_ms, char **error);
+//  (*error says why), -1 failure. dry_run: the same check, nothing written
+//  (1: it would seed now).
+int mx_cursor_seed (PGconn *conn, int64_t w, int64_t now_ms, bool dry_run, char **error);
 
 //  Released holes (the late-arrival check): those released within
 //  window_ms before now, least recently checked first, at most limit.

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "mx_kafka_security.h"
 #include "mx_log.h"
 
 struct mx_kafka_probe_t {
@@ -20,12 +21,19 @@ s_kafka_log (const rd_kafka_t *rk, int level, const char *facility, const char *
 }
 
 static rd_kafka_t *
-s_client (const char *bootstrap, char *detail, size_t size)
+s_client (const mx_config_t *config, const char *bootstrap, char *detail, size_t size)
 {
     rd_kafka_conf_t *conf = rd_kafka_conf_new ();
     rd_kafka_conf_set_log_cb (conf, s_kafka_log);
     if (rd_kafka_conf_set (conf, "bootstrap.servers", bootstrap, detail, size)
     ||  rd_kafka_conf_set (conf, "client.id", "msgxd-health", detail, size)) {
+        rd_kafka_conf_destroy (conf);
+        return NULL;
+    }
+    char *error = NULL;
+    if (mx_kafka_security_apply (conf, config, &error)) {
+        snprintf (detail, size, "%s", error);
+        free (error);
         rd_kafka_conf_destroy (conf);
         return NULL;
     }
@@ -36,10 +44,11 @@ s_client (const char *bootstrap, char *detail, size_t size)
 }
 
 bool
-mx_kafka_probe (mx_kafka_probe_t **self_p, const char *bootstrap, int timeout_ms, char *detail, size_t size)
+mx_kafka_probe (mx_kafka_probe_t **self_p, const mx_config_t *config, const char *bootstrap,
+                int timeout_ms, char *detail, size_t size)
 {
     if (!*self_p) {
-        rd_kafka_t *kafka = s_client (bootstrap, detail, size);
+        rd_kafka_t *kafka = s_client (config, bootstrap, detail, size);
         if (!kafka)
             return false;
         *self_p = (mx_kafka_probe_t *) calloc (1, sizeof (mx_kafka_probe_t));

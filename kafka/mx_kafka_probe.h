@@ -7,13 +7,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "mx_config.h"
+
 typedef struct mx_kafka_probe_t mx_kafka_probe_t;
 
 //  Asks bootstrap's brokers for metadata within timeout_ms; the client is
-//  created at the first call (*self_p). true when they answered. detail
-//  gets one line: how many brokers answered, or what failed.
-bool mx_kafka_probe (mx_kafka_probe_t **self_p, const char *bootstrap, int timeout_ms,
-                     char *detail, size_t size);
+//  created at the first call (*self_p), with the security settings of
+//  config (msgx.kafka.security.*). true when they answered. detail gets
+//  one line: how many brokers answered, or what failed.
+bool mx_kafka_probe (mx_kafka_probe_t **self_p, const mx_config_t *config, const char *bootstrap,
+                     int timeout_ms, char *detail, size_t size);
 
 void mx_kafka_probe_destroy (mx_kafka_probe_t **self_p);
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mx_kafka_security.h"
 #include "mx_log.h"
 
 struct _mx_producer_t {
@@ -126,6 +127,11 @@ mx_producer_new (const mx_config_t *config, const char *bootstrap, const char *c
             mx_producer_destroy (&self);
             return NULL;
         }
+    if (mx_kafka_security_apply (conf, config, error)) {
+        rd_kafka_conf_destroy (conf);
+        mx_producer_destroy (&self);
+        return NULL;
+    }
     rd_kafka_conf_set_log_cb (conf, s_log_cb);
     rd_kafka_conf_set_opaque (conf, self);
     rd_kafka_conf_set_events (conf, RD_KAFKA_EVENT_DR | RD_KAFKA_EVENT_ERROR);
@@ -278,6 +284,13 @@ mx_producer_drain (mx_producer_t *self, mx_producer_report_fn *fn, void *arg)
         rd_kafka_event_destroy (event);
     }
     return reports;
+}
+
+int
+mx_producer_setting (mx_producer_t *self, const char *name, char *value, size_t size)
+{
+    assert (self && name && value);
+    return rd_kafka_conf_get (rd_kafka_conf (self->handle), name, value, &size) == RD_KAFKA_CONF_OK ? 0 : -1;
 }
 
 size_t

@@ -68,6 +68,10 @@ int mx_producer_send (mx_producer_t *self, const char *topic, const char *key, c
 //  as failed. Returns the number of reports.
 size_t mx_producer_drain (mx_producer_t *self, mx_producer_report_fn *fn, void *arg);
 
+//  librdkafka's value of setting name as the client runs with it, into
+//  value (size bytes). 0, or -1 if unknown or it does not fit.
+int mx_producer_setting (mx_producer_t *self, const char *name, char *value, size_t size);
+
 //  Messages sent whose report has not been drained yet.
 size_t mx_producer_outstanding (mx_producer_t *self);
 

@@ -32,10 +32,13 @@ msgx
     stubs = false
 
     log
-        #   lowest log level written: debug, info, warn or error.
+        #   lowest log level written: debug, info, warn or error; reloadable
+        #   (SIGHUP), and per actor at runtime with msgxctl log-level.
         #   Text; default info; environment MSGX_LOG_LEVEL.
         #   info in service; debug for a short while to follow one problem
-        #   (several lines per message).
+        #   (several lines per message). Change it without a restart: edit it
+        #   here and systemctl reload msgxd, or for one actor msgxctl log-level
+        #   debug processor (until the next reload or restart).
         level = info
 
     pg
@@ -44,11 +47,22 @@ msgx
         #   MSGX_PG_CONNINFO.
         #   msgexchange's own database, never the mailbox. Keep the password out
         #   of this file: put it in a pgpass file (the systemd unit sets
-        #   PGPASSFILE=/etc/msgxd/pgpass) or give the whole value in
-        #   MSGX_PG_CONNINFO. msgxd adds connect_timeout=5 and TCP keepalives
-        #   unless set here.
-        #   This sample: placeholder host; the password in /etc/msgxd/pgpass.
-        conninfo = "host=pg.example.internal port=5432 dbname=msgx user=msgx sslmode=require"
+        #   PGPASSFILE=/etc/msgxd/pgpass), or give the whole value from a file
+        #   (conninfo-file, MSGX_PG_CONNINFO_FILE) or in MSGX_PG_CONNINFO. prod
+        #   needs sslmode=verify-full (or verify-ca) with sslrootcert. msgxd
+        #   adds connect_timeout=5 and TCP keepalives unless set here.
+        #   This sample: placeholder host and CA; the password in
+        #   /etc/msgxd/pgpass.
+        conninfo = "host=pg.example.internal port=5432 dbname=msgx user=msgx sslmode=verify-full sslrootcert=/etc/msgxd/tls/pg-ca.pem"
+
+        #   prod: accept a conninfo whose sslmode does not verify the server
+        #   (below verify-ca).
+        #   True or false; default false; environment MSGX_PG_ALLOW_UNVERIFIED.
+        #   Leave false: prod then refuses a conninfo below sslmode=verify-ca
+        #   (PGSSLMODE counts when the conninfo sets none). true only where
+        #   PostgreSQL is reached over a network you trust; every start logs a
+        #   warning.
+        allow-unverified = false
 
         #   PostgreSQL statement_timeout for every session.
         #   Duration (500ms, 30s, 10m, 2h, 30d); default 30s; environment
@@ -471,6 +485,95 @@ msgx
         #   Raise if broker fail-overs (leader elections) take longer.
         delivery-timeout = 30s
 
+        security
+            #   plaintext, ssl, sasl_plaintext or sasl_ssl; prod refuses the
+            #   unencrypted ones without allow-plaintext.
+            #   Text; default plaintext; environment
+            #   MSGX_KAFKA_SECURITY_PROTOCOL.
+            #   sasl_ssl or ssl in production (prod refuses the unencrypted ones
+            #   unless allow-plaintext). With sasl_ssl set sasl.mechanisms,
+            #   sasl.username and the password (from a file:
+            #   sasl.password-file).
+            #   This sample: encrypted; sasl_ssl when the brokers want SASL.
+            protocol = ssl
+
+            #   prod: accept plaintext or sasl_plaintext to the brokers (logged
+            #   at WARN on every start).
+            #   True or false; default false; environment
+            #   MSGX_KAFKA_SECURITY_ALLOW_PLAINTEXT.
+            #   Leave false. true accepts plaintext or sasl_plaintext in prod,
+            #   for brokers on a network you trust; every start logs a warning.
+            allow-plaintext = false
+
+            ssl
+                ca
+                    #   PEM file of the CA that signed the brokers'
+                    #   certificates; empty = the system's CAs.
+                    #   Text; default empty; environment
+                    #   MSGX_KAFKA_SECURITY_SSL_CA_LOCATION.
+                    #   The CA of the brokers' certificates, readable by the
+                    #   msgx user; empty uses the system's CAs.
+                    #   This sample: placeholder CA.
+                    location = /etc/msgxd/tls/kafka-ca.pem
+
+                certificate
+                    #   PEM client certificate (brokers that require TLS client
+                    #   authentication).
+                    #   Text; default empty; environment
+                    #   MSGX_KAFKA_SECURITY_SSL_CERTIFICATE_LOCATION.
+                    #   Only when the brokers authenticate clients by
+                    #   certificate (mutual TLS); set the key too.
+                    location = ""
+
+                key
+                    #   PEM private key of the client certificate.
+                    #   Text; default empty; environment
+                    #   MSGX_KAFKA_SECURITY_SSL_KEY_LOCATION.
+                    #   The key of ssl.certificate.location, mode 0600 or 0640
+                    #   group msgx.
+                    location = ""
+
+                    #   passphrase of the client key (shown as *** in dumps).
+                    #   Text; default empty; environment
+                    #   MSGX_KAFKA_SECURITY_SSL_KEY_PASSWORD.
+                    #   Only for an encrypted key. Keep it out of this file:
+                    #   ssl.key.password-file names a file holding it, or set
+                    #   MSGX_KAFKA_SECURITY_SSL_KEY_PASSWORD_FILE.
+                    password = ""
+
+                endpoint
+                    identification
+                        #   https: the broker's certificate must name the
+                        #   broker's host; none: any name (not in prod).
+                        #   Text; default https; environment
+                        #   MSGX_KAFKA_SECURITY_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM.
+                        #   Leave https: the broker's certificate must name the
+                        #   host in bootstrap-servers. none is refused in prod.
+                        algorithm = https
+
+            sasl
+                #   PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; needed by the sasl_
+                #   protocols.
+                #   Text; default empty; environment
+                #   MSGX_KAFKA_SECURITY_SASL_MECHANISMS.
+                #   What the brokers offer: SCRAM-SHA-512 or SCRAM-SHA-256 (the
+                #   password never crosses the network), PLAIN only inside TLS.
+                mechanisms = ""
+
+                #   SASL user.
+                #   Text; default empty; environment
+                #   MSGX_KAFKA_SECURITY_SASL_USERNAME.
+                #   The producer account the Kafka team made for msgxd.
+                username = ""
+
+                #   SASL password (shown as *** in dumps).
+                #   Text; default empty; environment
+                #   MSGX_KAFKA_SECURITY_SASL_PASSWORD.
+                #   Keep it out of this file: sasl.password-file names a file
+                #   holding it (mode 0600 or 0640 group msgx), or set
+                #   MSGX_KAFKA_SECURITY_SASL_PASSWORD_FILE in msgxd.env.
+                password = ""
+
     delivery
         #   delivery attempts of an event before it stays DEAD as the
         #   dead-letter record.
@@ -562,12 +665,15 @@ msgx
 
     admin
         #   msgxctl endpoint, ipc:// (mode 0600, or 0660 with admin.group) or
-        #   tcp://.
+        #   tcp:// (on loopback, or anywhere with admin.curve).
         #   Text; default ipc://msgx-admin.sock; environment
         #   MSGX_ADMIN_ENDPOINT.
         #   An ipc:// path is mode 0600 (only the msgx user and root connect;
         #   see admin.group); under systemd ipc:///run/msgxd/admin.sock, which
-        #   msgxctl uses by default. tcp:// has no authentication.
+        #   msgxctl uses by default. tcp:// has no authentication of its own: it
+        #   is refused unless on a loopback address (127.0.0.1, [::1]) or with
+        #   CURVE (admin.curve); the audit log then records the peer's address
+        #   (and its CURVE key) instead of its uid.
         #   This sample: the unit's RuntimeDirectory.
         endpoint = ipc:///run/msgxd/admin.sock
 
@@ -579,6 +685,32 @@ msgx
         #   user must be a member too, to hand the socket to the group.
         #   This sample: members of msgx-admin may run msgxctl.
         group = msgx-admin
+
+        curve
+            #   zcert file of the tcp:// admin socket's CURVE key pair (the
+            #   secret half in FILE_secret); set = CURVE on.
+            #   Text; default empty; environment MSGX_ADMIN_CURVE_SERVER_CERT.
+            #   Only for a tcp:// admin endpoint reached from other hosts. Make
+            #   the pair once with zcert (czmq): FILE holds the public key,
+            #   FILE_secret the secret one (mode 0640, group msgx); hand FILE to
+            #   the operators for msgxctl --curve-server.
+            server-cert = ""
+
+            #   folder of the public zcert files of the msgxctl clients allowed
+            #   over CURVE.
+            #   Text; default empty; environment MSGX_ADMIN_CURVE_CLIENTS.
+            #   One public certificate file per operator (msgxctl --curve-cert
+            #   FILE; FILE goes here, FILE_secret stays with the operator).
+            #   Removing a file revokes that client.
+            clients = ""
+
+        #   largest admin request; ZeroMQ closes the connection of a larger one
+        #   before msgxd reads it.
+        #   Integer, bytes; default 65536; environment
+        #   MSGX_ADMIN_MAX_REQUEST_BYTES.
+        #   Rarely changed: the largest request (replay --id with thousands of
+        #   ids) is a few tens of kilobytes.
+        max-request-bytes = 65536
 
 mailbox
     shared-mysql
@@ -610,7 +742,9 @@ mailbox
 
         #   mailbox password (shown as *** in dumps).
         #   Text; default empty; environment MAILBOX_SHARED_MYSQL_PASSWORD.
-        #   Keep it out of this file: set MAILBOX_SHARED_MYSQL_PASSWORD in the
+        #   Keep it out of this file: password-file names a file holding it
+        #   (mode 0600 or 0640 group msgx), or set
+        #   MAILBOX_SHARED_MYSQL_PASSWORD_FILE (or the password itself) in the
         #   service's environment file (mode 0600).
         password = ""
 
@@ -648,6 +782,40 @@ mailbox
         #   Text; default +08:00; environment MAILBOX_SHARED_MYSQL_TIME_ZONE.
         #   The offset in which the AODB writes its DATETIME columns.
         time-zone = +08:00
+
+        #   disabled, required (encrypted, server not verified) or verify-full
+        #   (CA and host name checked); prod needs verify-full.
+        #   Text; default disabled; environment MAILBOX_SHARED_MYSQL_SSL_MODE.
+        #   verify-full in production: encrypted, the certificate checked
+        #   against ssl-ca and the host name. required encrypts without checking
+        #   who answers; prod refuses it (and disabled) over TCP unless
+        #   allow-unverified.
+        #   This sample: encrypted and verified.
+        ssl-mode = verify-full
+
+        #   PEM file of the CA that signed the mailbox server's certificate.
+        #   Text; default empty; environment MAILBOX_SHARED_MYSQL_SSL_CA.
+        #   The CA of the mailbox server's certificate, from the AODB team.
+        #   This sample: placeholder CA.
+        ssl-ca = /etc/msgxd/tls/mailbox-ca.pem
+
+        #   PEM client certificate, when the server asks for one.
+        #   Text; default empty; environment MAILBOX_SHARED_MYSQL_SSL_CERT.
+        #   Only when the mailbox server requires client certificates (REQUIRE
+        #   X509); set the key too.
+        ssl-cert = ""
+
+        #   PEM private key of the client certificate.
+        #   Text; default empty; environment MAILBOX_SHARED_MYSQL_SSL_KEY.
+        #   The key of ssl-cert, mode 0600 or 0640 group msgx.
+        ssl-key = ""
+
+        #   prod: accept an ssl-mode below verify-full over TCP.
+        #   True or false; default false; environment
+        #   MAILBOX_SHARED_MYSQL_ALLOW_UNVERIFIED.
+        #   Leave false. true accepts ssl-mode required or disabled in prod, for
+        #   a mailbox on a network you trust; every start logs a warning.
+        allow-unverified = false
 
     #   processed mark written back into CMINMSGS.
     #   Text; default PROCESSED; environment MAILBOX_PROCESSED_VALUE.

@@ -237,7 +237,7 @@ static void
 s_barrier (fixture_t *fx)
 {
     char *payload = NULL;
-    char *verdict = s_admin (fx, "backfill-recover", "{\"ids\":[999999]}", &payload);
+    char *verdict = s_admin (fx, "backfill-recover", "{\"ids\":[999999],\"yes\":true}", &payload);
     assert_string_equal (verdict, "OK");
     free (verdict);
     free (payload);
@@ -753,11 +753,31 @@ test_missing_upstream_then_recover_with_audit (void **state)
     free (verdict);
     free (payload);
 
-    //  The row is back upstream; the operator re-arms it.
+    //  The row is back upstream; the operator looks first (nothing moves,
+    //  the dry run is audited), then re-arms it; without --yes nothing moves.
     s_mail (fx, 2);
     verdict = s_admin (fx, "backfill-recover", "{\"ids\":[2,1],\"os_user\":\"ops\"}", &payload);
+    assert_string_equal (verdict, "ERR");
+    assert_non_null (strstr (payload, "add --yes to act, or --dry-run to look first"));
+    free (verdict);
+    free (payload);
+    verdict = s_admin (fx, "backfill-recover", "{\"ids\":[2,1],\"os_user\":\"ops\",\"dry_run\":true}", &payload);
     assert_string_equal (verdict, "OK");
-    assert_string_equal (payload, "{\"rearmed\":1,\"msg_ids\":[2]}");
+    json_t *preview = json_loads (payload, 0, NULL);
+    assert_non_null (preview);
+    assert_true (json_is_true (json_object_get (preview, "dry_run")));
+    assert_int_equal (json_integer_value (json_object_get (preview, "rearmed")), 0);
+    json_t *first = json_array_get (json_object_get (preview, "rows"), 0);
+    assert_int_equal (json_array_size (json_object_get (preview, "rows")), 1);
+    assert_int_equal (json_integer_value (json_object_get (first, "msg_id")), 2);
+    assert_string_equal (json_string_value (json_object_get (first, "reason")), "MISSING");
+    json_decref (preview);
+    free (verdict);
+    free (payload);
+    mx_testpg_expect (fx->conn, "SELECT backfill_abandoned_reason FROM proc_state WHERE msg_id = 2", "MISSING");
+    verdict = s_admin (fx, "backfill-recover", "{\"ids\":[2,1],\"os_user\":\"ops\",\"yes\":true}", &payload);
+    assert_string_equal (verdict, "OK");
+    assert_non_null (strstr (payload, "\"rearmed\":1,\"msg_ids\":[2]"));
     free (verdict);
     free (payload);
     mx_testpg_wait_showing (fx->conn, "SELECT backfill_at IS NOT NULL FROM proc_state WHERE msg_id = 2", s_backfill_rows);
@@ -766,16 +786,16 @@ test_missing_upstream_then_recover_with_audit (void **state)
                         " WHERE msg_id = 2", "0 true");
     mx_testpg_expect (fx->conn, "SELECT string_agg (actor || ':' || os_user || ':' || result || ':' || (target->'msg_ids')::text,"
                         " ',' ORDER BY id) FROM audit_log WHERE action = 'backfill-recover' AND os_user IS NOT NULL",
-                    "msgxctl:ops:ok:[2]");
+                    "msgxctl:ops:dry-run:[2],msgxctl:ops:ok:[2]");
 
     //  --all re-arms every abandoned row and nothing else.
     s_row (fx, 3, "DEAD", T0_S);
     s_row (fx, 4, "DEAD", T0_S);
     mx_testpg_exec (fx->conn, "UPDATE proc_state SET backfill_abandoned_at = now (), backfill_abandoned_reason = 'EXHAUSTED',"
                " backfill_attempts = 4 WHERE msg_id IN (3, 4)");
-    verdict = s_admin (fx, "backfill-recover", "{\"all\":true,\"os_user\":\"ops\"}", &payload);
+    verdict = s_admin (fx, "backfill-recover", "{\"all\":true,\"os_user\":\"ops\",\"yes\":true}", &payload);
     assert_string_equal (verdict, "OK");
-    assert_string_equal (payload, "{\"rearmed\":2,\"msg_ids\":[3,4]}");
+    assert_non_null (strstr (payload, "\"rearmed\":2,\"msg_ids\":[3,4]"));
     free (verdict);
     free (payload);
     //  No mailbox rows for them: abandoned again, MISSING this time.

@@ -16,6 +16,7 @@
 #include "mx_actor.h"
 #include "mx_config.h"
 #include "mx_control.h"
+#include "mx_metrics.h"
 #include "mx_testenv.h"
 
 //  ---------------------------------------------------------------------
@@ -339,8 +340,12 @@ test_standby_takes_over_when_active_goes (void **state)
     zstr_free (&verdict);
     zstr_free (&payload);
 
+    //  The takeover is counted (the registry is the process's: compare).
+    mx_metrics_counter_t *takeovers = mx_metrics_counter ("msgx_instance_takeovers_total", NULL, NULL);
+    uint64_t takeovers_before = mx_metrics_counter_value (takeovers);
     zactor_destroy (&a);                    //  releases the lock
     assert_true (s_record_wait ("beta:START", 10000));
+    assert_int_equal (mx_metrics_counter_value (takeovers), takeovers_before + 1);
     status = s_status (config_b);
     assert_string_equal (json_string_value (json_object_get (status, "role")), "active");
     json_decref (status);
@@ -504,10 +509,13 @@ test_pause_and_fencing_answer_while_a_read_waits (void **state)
     assert_false (s_answered (slow));
 
     //  This test's database only: other tests share the server.
+    mx_metrics_counter_t *fenced = mx_metrics_counter ("msgx_instance_fenced_total", NULL, NULL);
+    uint64_t fenced_before = mx_metrics_counter_value (fenced);
     s_exec (holder, "SELECT pg_terminate_backend (pid) FROM pg_stat_activity"
                     " WHERE application_name = 'msgxd-lock' AND datname = current_database()");
     zmsg_t *rest = NULL;
     assert_int_equal (mx_cmd_recv_timeout (zactor_sock (control), 10000, &rest), MX_CMD_FATAL);
+    assert_int_equal (mx_metrics_counter_value (fenced), fenced_before + 1);
     assert_int_equal (mx_cmd_pop_int (rest), MX_EXIT_FENCED);
     char *reason = mx_cmd_pop_str (rest);
     assert_non_null (strstr (reason, "lost the PostgreSQL connection holding the instance lock"));

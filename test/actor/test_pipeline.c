@@ -30,6 +30,8 @@
 #include "mx_testactor.h"
 #include "mx_testenv.h"
 
+#include <unistd.h>
+
 #define WAIT_MS 20000
 #define DELAY 300000            //  max-commit-delay in these tests
 #define T0 1767225600000LL      //  2026-01-01T00:00:00Z
@@ -366,20 +368,30 @@ test_cutover_forms_and_refusal_on_a_used_instance (void **state)
     mx_inbox_t *inbox = mx_inbox_new (fx->config);
     int64_t w = 0;
     char *message = NULL;
-    assert_int_equal (mx_inbox_cutover (inbox, "soon", "tester", T0, &w, &message), 0);
+    assert_int_equal (mx_inbox_cutover (inbox, "soon", "tester", T0, false, &w, &message), 0);
     assert_non_null (strstr (message, "invalid cutover watermark"));
     free (message);
-    assert_int_equal (mx_inbox_cutover (inbox, "min", "tester", T0, &w, &message), 1);
+    //  The dry run says what min would give, and seeds nothing.
+    assert_int_equal (mx_inbox_cutover (inbox, "min", "tester", T0, true, &w, &message), 1);
+    assert_int_equal (w, 100);
+    assert_non_null (strstr (message, "would be seeded to 100"));
+    free (message);
+    mx_testpg_expect (fx->conn, "SELECT committed_up_to || '/' || (seeded_at IS NOT NULL) FROM inbox_cursor", "0/false");
+    assert_int_equal (mx_inbox_cutover (inbox, "min", "tester", T0, false, &w, &message), 1);
     assert_int_equal (w, 100);
     free (message);
     mx_testpg_expect (fx->conn, "SELECT committed_up_to || '/' || (seeded_at IS NOT NULL) FROM inbox_cursor", "100/true");
-    //  A second cutover is refused: the instance is not fresh any more.
-    assert_int_equal (mx_inbox_cutover (inbox, "max", "tester", T0, &w, &message), 0);
+    //  A second cutover is refused: the instance is not fresh any more; its
+    //  dry run says so too.
+    assert_int_equal (mx_inbox_cutover (inbox, "max", "tester", T0, true, &w, &message), 0);
+    assert_non_null (strstr (message, "not fresh"));
+    free (message);
+    assert_int_equal (mx_inbox_cutover (inbox, "max", "tester", T0, false, &w, &message), 0);
     assert_non_null (strstr (message, "not fresh"));
     free (message);
     mx_testpg_expect (fx->conn, "SELECT committed_up_to FROM inbox_cursor", "100");
     mx_testpg_expect (fx->conn, "SELECT string_agg (result, ',' ORDER BY id) FROM audit_log WHERE action = 'cutover'",
-                    "ok,refused");
+                    "dry-run,ok,dry-run,refused");
     mx_inbox_round_t round;
     s_round (inbox, T0, &round);
     assert_int_equal (round.w, 104);
@@ -389,15 +401,15 @@ test_cutover_forms_and_refusal_on_a_used_instance (void **state)
     //  max and an explicit ID on fresh databases.
     PQclear (PQexec (fx->conn, "TRUNCATE proc_state; UPDATE inbox_cursor SET committed_up_to = 0, seeded_at = NULL"));
     inbox = mx_inbox_new (fx->config);
-    assert_int_equal (mx_inbox_cutover (inbox, "max", NULL, T0, &w, &message), 1);
+    assert_int_equal (mx_inbox_cutover (inbox, "max", NULL, T0, false, &w, &message), 1);
     assert_int_equal (w, 104);
     free (message);
     PQclear (PQexec (fx->conn, "UPDATE inbox_cursor SET committed_up_to = 0, seeded_at = NULL"));
-    assert_int_equal (mx_inbox_cutover (inbox, "102", NULL, T0, &w, &message), 1);
+    assert_int_equal (mx_inbox_cutover (inbox, "102", NULL, T0, false, &w, &message), 1);
     assert_int_equal (w, 102);
     free (message);
     PQclear (PQexec (fx->conn, "UPDATE inbox_cursor SET committed_up_to = 0, seeded_at = NULL"));
-    assert_int_equal (mx_inbox_cutover (inbox, "zero", NULL, T0, &w, &message), 1);
+    assert_int_equal (mx_inbox_cutover (inbox, "zero", NULL, T0, false, &w, &message), 1);
     assert_int_equal (w, 0);
     free (message);
     mx_inbox_destroy (&inbox);
@@ -601,8 +613,13 @@ test_replay_moves_exhausted_rows_back_and_they_run_again (void **state)
     mx_testpg_wait (fx->conn, "SELECT count(*) = 3 FROM mx_test_order");
     mx_testpg_expect (fx->conn, "SELECT msg_id || ':' || state FROM mx_test_order ORDER BY tx, msg_id OFFSET 2 LIMIT 1", "1:DEAD");
     mx_testpg_expect (fx->conn, "SELECT msg_id FROM identity", "1");
-    mx_testpg_expect (fx->conn, "SELECT string_agg (os_user || ':' || result, ',' ORDER BY id) FROM audit_log"
-                        " WHERE action = 'replay'", "ops:dry-run,ops:ok");
+    mx_testpg_expect (fx->conn, "SELECT string_agg (split_part (os_user, ' [', 1) || ':' || result, ',' ORDER BY id)"
+                        " FROM audit_log WHERE action = 'replay'", "ops:dry-run,ops:ok");
+    //  Next to the claimed user, the peer the kernel saw: this process.
+    char *peer = zsys_sprintf ("SELECT bool_and (os_user LIKE 'ops [uid %u (%%) pid %d]') FROM audit_log"
+                               " WHERE action = 'replay'", (unsigned) getuid (), (int) getpid ());
+    mx_testpg_expect (fx->conn, peer, "t");
+    free (peer);
     zactor_destroy (&fx->control);
 }
 

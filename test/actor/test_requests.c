@@ -692,12 +692,18 @@ s_settle (fixture_t *fx)
     free (payload);
 }
 
-//  request → OK {id, seqn, state}.
+//  request with --yes → OK {id, seqn, state}.
 static json_t *
 s_request_ok (fixture_t *fx, const char *args)
 {
     bool ok = false;
-    char *payload = s_admin (fx, "request", args, &ok);
+    json_t *acting = json_loads (args, 0, NULL);
+    assert_non_null (acting);
+    json_object_set_new (acting, "yes", json_true ());
+    char *acting_text = json_dumps (acting, JSON_COMPACT);
+    json_decref (acting);
+    char *payload = s_admin (fx, "request", acting_text, &ok);
+    free (acting_text);
     if (!ok)
         fail_msg ("request %s refused: %s", args, payload);
     json_t *reply = json_loads (payload, 0, NULL);
@@ -712,8 +718,34 @@ test_actor_sends_a_request (void **state)
     fixture_t *fx = *state;
     s_start (fx);
     mx_clock_advance (fx->clock, 1500);         //  08:00:01.500 local
+    //  Without --yes nothing is sent; the dry run says what would go.
+    bool ok = true;
+    char *payload = s_admin (fx, "request", "{\"kind\":\"schedule\",\"from\":\"2026-01-02T00:00\","
+                                            "\"to\":\"2026-01-02T23:59\",\"os_user\":\"ops\"}", &ok);
+    assert_false (ok);
+    assert_non_null (strstr (payload, "add --yes to act, or --dry-run to look first"));
+    free (payload);
+    payload = s_admin (fx, "request", "{\"kind\":\"schedule\",\"from\":\"2026-01-02T00:00\","
+                                      "\"to\":\"2026-01-02T23:59\",\"os_user\":\"ops\",\"dry_run\":true}", &ok);
+    assert_true (ok);
+    json_t *preview = json_loads (payload, 0, NULL);
+    assert_non_null (preview);
+    assert_true (json_is_true (json_object_get (preview, "dry_run")));
+    assert_string_equal (json_string_value (json_object_get (preview, "kind")), "RQFD");
+    assert_string_equal (json_string_value (json_object_get (preview, "routing")), "MSGXRQFD");
+    assert_string_equal (json_string_value (json_object_get (preview, "from")), "2026-01-02T00:00");
+    assert_true (json_is_null (json_object_get (preview, "supersedes")));
+    json_decref (preview);
+    free (payload);
+    s_expect (fx, "SELECT count(*) FROM req_track", "0");
+    s_expect (fx, "SELECT string_agg (os_user || ' ' || result, ',') FROM audit_log WHERE action = 'request'",
+              "ops dry-run");
+    assert_int_equal (s_outbound_rows (fx), 0);
+    //  Counted once sent (the registry is the process's: compare).
+    uint64_t sent_before = mx_metrics_counter_value (mx_requests_outcome (MX_REQUEST_RQFD, "sent"));
     json_t *reply = s_request_ok (fx, "{\"kind\":\"schedule\",\"from\":\"2026-01-02T00:00\","
                                       "\"to\":\"2026-01-02T23:59\",\"os_user\":\"ops\"}");
+    assert_int_equal (mx_metrics_counter_value (mx_requests_outcome (MX_REQUEST_RQFD, "sent")), sent_before + 1);
     int64_t id = json_integer_value (json_object_get (reply, "id"));
     assert_int_equal (json_integer_value (json_object_get (reply, "seqn")), 1);
     assert_string_equal (json_string_value (json_object_get (reply, "state")), "SENT");
@@ -734,7 +766,7 @@ test_actor_sends_a_request (void **state)
                               " || ' ' || (expires_at = sent_at + interval '10 minutes') FROM req_track WHERE id = $1",
                       expected);
     s_expect (fx, "SELECT os_user || ' ' || result || ' ' || (target->>'kind') || ' ' || (target->>'window_begin')"
-                  " FROM audit_log WHERE action = 'request'", "ops ok RQFD 2026-01-01T16:00:00Z");
+                  " FROM audit_log WHERE action = 'request' AND result = 'ok'", "ops ok RQFD 2026-01-01T16:00:00Z");
 
     //  The upstream takes it: WAITING on the next round.
     s_upstream_took (fx, row.id);

@@ -40,3 +40,21 @@ add_dependencies(test_deploy_metrics msgxd)
 add_test(NAME test_deploy_unit
   COMMAND ${CMAKE_CURRENT_LIST_DIR}/test_deploy_unit.sh ${CMAKE_SOURCE_DIR} $<TARGET_FILE:msgxd>)
 set_tests_properties(test_deploy_unit PROPERTIES LABELS unit TIMEOUT 60)
+
+# The alert rules: promtool (Debian prometheus, from deploy/install-deps)
+# checks their syntax and runs their unit tests. Without promtool the
+# tests fail, saying so: never skipped.
+find_program(MX_PROMTOOL promtool)
+if(MX_PROMTOOL)
+  add_test(NAME test_alert_rules_check
+    COMMAND ${MX_PROMTOOL} check rules ${CMAKE_SOURCE_DIR}/deploy/prometheus/alerts.yaml)
+  add_test(NAME test_alert_rules
+    COMMAND ${MX_PROMTOOL} test rules ${CMAKE_CURRENT_LIST_DIR}/prometheus/alerts-test.yaml)
+else()
+  foreach(name test_alert_rules_check test_alert_rules)
+    add_test(NAME ${name} COMMAND ${CMAKE_COMMAND} -E echo
+      "promtool not found: deploy/install-deps installs the Debian package prometheus")
+    set_tests_properties(${name} PROPERTIES WILL_FAIL TRUE)
+  endforeach()
+endif()
+set_tests_properties(test_alert_rules_check test_alert_rules PROPERTIES LABELS unit TIMEOUT 60)

@@ -110,11 +110,12 @@ test_every_verb_explains_itself (void **state)
         { "dead", "dead", "list", "--help" },
         { "backfill", "backfill", "recover", "--help" },
         { "request", "request", "--help", NULL },
+        { "log-level", "log-level", "--help", NULL },
     };
     const char *synopses [] = {
         "status [--watch", "show MSG_ID", "pause [--json]", "resume [--json]", "replay --class C",
         "replay --events --ids", "cutover min|zero|max|ID", "dead list [--events]",
-        "backfill recover --all", "request schedule --from T",
+        "backfill recover --all", "request schedule --from T", "log-level LEVEL [ACTOR]",
     };
     for (size_t i = 0; i < sizeof verbs / sizeof verbs [0]; i++) {
         char *out = NULL, *err = NULL;
@@ -209,6 +210,15 @@ test_every_verb_refuses_bad_arguments (void **state)
         { { "request", "schedule", "--from", "2026-01-01T00:00" }, "request schedule --from" },
         { { "request", "reference" }, "request reference LIST" },
         { { "request", "weather" }, "unexpected argument 'weather'" },
+        { { "cutover", "max", "--dry-run", "--yes" }, "cutover: --dry-run or --yes, not both" },
+        { { "backfill", "recover", "--all", "--yes", "--dry-run" }, "backfill: --dry-run or --yes, not both" },
+        { { "request", "reference", "SLST", "--dry-run", "--yes" }, "request: --dry-run or --yes, not both" },
+        { { "request", "reference", "SLST", "--dry" }, "unexpected argument '--dry'" },
+        { { "log-level" }, "log-level needs a level" },
+        { { "log-level", "loud" }, "'loud' is not a level (debug, info, warn or error)" },
+        { { "log-level", "DEBUG" }, "'DEBUG' is not a level" },
+        { { "log-level", "debug", "processor", "pump" }, "unexpected argument 'pump'" },
+        { { "log-level", "debug", "--all" }, "unexpected argument '--all'" },
         { { "frobnicate" }, "unknown command 'frobnicate'" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases [0]; i++) {
@@ -401,12 +411,47 @@ test_exit_code_says_why_a_call_failed (void **state)
     json_decref (reply);
     free (out);
     free (err);
-    const char *cutover [] = { "--endpoint", ipc, "cutover", "max", NULL };
-    const char *seeded [] = { "OK", "{\"w\": 1200, \"seeded_at\": \"2026-01-01T08:00:00Z\"}", NULL };
+    const char *cutover [] = { "--endpoint", ipc, "cutover", "max", "--yes", NULL };
+    const char *seeded [] = { "OK", "{\"dry_run\": false, \"watermark\": \"max\", \"w\": 1200,"
+                                    " \"message\": \"W seeded to 1200 (cutover 'max')\"}", NULL };
     assert_int_equal (s_against_peer (fx, peer, NULL, cutover, seeded, NULL, &out, &err), 0);
-    assert_string_equal (out, "watermark seeded: W=1200 at 2026-01-01T08:00:00Z\n");
+    assert_string_equal (out, "watermark seeded: W=1200 (cutover 'max')\n");
     free (out);
     free (err);
+
+    //  The previews, as a person reads them.
+    struct {
+        const char *words [8];
+        const char *reply;
+        const char *human;
+    } previews [] = {
+        { { "cutover", "max", "--dry-run" },
+          "{\"dry_run\": true, \"watermark\": \"max\", \"w\": 1200, \"message\":"
+          " \"W would be seeded to 1200 (cutover 'max'); nothing changed\"}",
+          "dry run: W would be seeded to 1200 (cutover 'max'); nothing changed\nadd --yes to seed it\n" },
+        { { "backfill", "recover", "--all", "--dry-run" },
+          "{\"dry_run\": true, \"rearmed\": 0, \"msg_ids\": [7], \"rows\":"
+          " [{\"msg_id\": 7, \"reason\": \"EXHAUSTED\", \"error\": \"mailbox down\"}]}",
+          "msg_id     abandoned  last error\n7          EXHAUSTED  mailbox down\n"
+          "dry run: 1 abandoned mark(s) would be re-armed; nothing changed; add --yes to re-arm\n" },
+        { { "request", "reference", "SLST", "--dry-run" },
+          "{\"dry_run\": true, \"kind\": \"RQRD\", \"routing\": \"MSGXRQRD\", \"zone\": \"UTC\","
+          " \"list\": \"SLST\", \"supersedes\": 3}",
+          "dry run: would send RQRD for the reference list SLST through COUTMSGS as MSGXRQRD\n"
+          "it replaces the open RQRD request 3 (expired as superseded)\nnothing sent; add --yes to send it\n" },
+    };
+    for (size_t i = 0; i < sizeof previews / sizeof previews [0]; i++) {
+        const char *words [MAX_WORDS] = { "--endpoint", ipc };
+        for (int j = 0; previews [i].words [j]; j++)
+            words [2 + j] = previews [i].words [j];
+        const char *answer [] = { "OK", previews [i].reply, NULL };
+        assert_int_equal (s_against_peer (fx, peer, NULL, words, answer, NULL, &out, &err), 0);
+        if (strcmp (out, previews [i].human) != 0)
+            fail_msg ("%s %s: expected\n%s\ngot\n%s", previews [i].words [0], previews [i].words [1],
+                      previews [i].human, out);
+        free (out);
+        free (err);
+    }
 
     zsock_destroy (&peer);
     free (peer_path);

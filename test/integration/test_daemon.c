@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mx_testenv.h"
 #include "mx_testproc.h"
@@ -147,6 +148,185 @@ test_prod_without_brokers_refuses_to_start (void **state)
     assert_non_null (strstr (err, "msgx.kafka.acks"));
     free (out);
     free (err);
+}
+
+//  A tcp:// admin endpoint off loopback has no authentication: refused
+//  at start, exit 78, before anything is bound.
+static void
+test_admin_tcp_off_loopback_refused (void **state)
+{
+    fixture_t *fx = *state;
+    const char *argv [] = { fx->msgxd, NULL };
+    const char *endpoints [] = { "MSGX_ADMIN_ENDPOINT=tcp://0.0.0.0:5555", "MSGX_ADMIN_ENDPOINT=tcp://*:5555",
+                                 "MSGX_ADMIN_ENDPOINT=tcp://10.1.2.3:5555" };
+    for (size_t i = 0; i < sizeof endpoints / sizeof endpoints [0]; i++) {
+        const char *env [] = { endpoints [i], NULL };
+        char *out = NULL, *err = NULL;
+        assert_int_equal (mx_testproc_run (argv, env, WAIT_MS, &out, &err), 78);
+        assert_non_null (strstr (err, "must be on a loopback address"));
+        free (out);
+        free (err);
+    }
+}
+
+//  msgxctl over tcp with the given CURVE certificates (NULL: none).
+static int
+s_ctl_curve (fixture_t *fx, const char *endpoint, const char *server, const char *cert, char **out, char **err)
+{
+    const char *argv [10] = { fx->msgxctl, "--endpoint", endpoint, "--timeout", "1000" };
+    int argc = 5;
+    if (server) {
+        argv [argc++] = "--curve-server";
+        argv [argc++] = server;
+    }
+    if (cert) {
+        argv [argc++] = "--curve-cert";
+        argv [argc++] = cert;
+    }
+    argv [argc++] = "status";
+    argv [argc] = NULL;
+    return mx_testproc_run (argv, NULL, WAIT_MS, out, err);
+}
+
+//  With CURVE the admin endpoint may listen off loopback: only a client
+//  that knows the daemon's public key and whose own certificate is in the
+//  clients folder gets any answer.
+static void
+test_admin_tcp_with_curve (void **state)
+{
+    fixture_t *fx = *state;
+    char *clients = zsys_sprintf ("%s/clients", fx->dir);
+    assert_int_equal (mkdir (clients, 0700), 0);
+    char *server_path = zsys_sprintf ("%s/server.cert", fx->dir);
+    char *allowed_path = zsys_sprintf ("%s/operator.cert", fx->dir);
+    char *stranger_path = zsys_sprintf ("%s/stranger.cert", fx->dir);
+    char *allowed_public = zsys_sprintf ("%s/operator.cert", clients);
+    zcert_t *server = zcert_new ();
+    zcert_t *allowed = zcert_new ();
+    zcert_t *stranger = zcert_new ();
+    assert_int_equal (zcert_save (server, server_path), 0);
+    assert_int_equal (zcert_save (allowed, allowed_path), 0);
+    assert_int_equal (zcert_save (stranger, stranger_path), 0);
+    assert_int_equal (zcert_save_public (allowed, allowed_public), 0);
+
+    env_t env;
+    s_env (fx, "curve", &env);
+    int port = mx_testenv_free_port ();
+    free (env.vars [1]);
+    env.vars [1] = zsys_sprintf ("MSGX_ADMIN_ENDPOINT=tcp://0.0.0.0:%d", port);
+    env.vars [5] = zsys_sprintf ("MSGX_ADMIN_CURVE_SERVER_CERT=%s", server_path);
+    env.vars [6] = zsys_sprintf ("MSGX_ADMIN_CURVE_CLIENTS=%s", clients);
+    mx_testproc_t *daemon = s_start (fx, &env);
+    assert_non_null (mx_testproc_expect_stderr (daemon, "role active", WAIT_MS));
+    char *endpoint = zsys_sprintf ("tcp://127.0.0.1:%d", port);
+
+    char *out = NULL, *err = NULL;
+    assert_int_equal (s_ctl_curve (fx, endpoint, server_path, allowed_path, &out, &err), 0);
+    assert_non_null (strstr (out, "role        active"));
+    free (out);
+    free (err);
+    //  The audit row of a replay names the CURVE client next to the claim.
+    const char *replay [] = { fx->msgxctl, "--endpoint", endpoint, "--curve-server", server_path,
+                              "--curve-cert", allowed_path, "replay", "--events", "--all", "--dry-run", NULL };
+    int code = mx_testproc_run (replay, NULL, WAIT_MS, &out, &err);
+    if (code != 0)
+        fail_msg ("replay over CURVE: exit %d: %s%s", code, out, err);
+    free (out);
+    free (err);
+    PGconn *conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
+    assert_int_equal (PQstatus (conn), CONNECTION_OK);
+    PGresult *res = PQexec (conn, "SELECT os_user FROM audit_log WHERE action = 'replay-events'");
+    assert_int_equal (PQntuples (res), 1);
+    char *key = zsys_sprintf ("[curve key %s,", zcert_public_txt (allowed));
+    bool named = strstr (PQgetvalue (res, 0, 0), key) != NULL;
+    free (key);
+    if (!named)
+        fail_msg ("audit row without the CURVE peer: %s", PQgetvalue (res, 0, 0));
+    PQclear (res);
+    PQfinish (conn);
+    //  No CURVE at all, a certificate not in the folder: no verb answered.
+    assert_int_equal (s_ctl_curve (fx, endpoint, NULL, NULL, &out, &err), 3);
+    free (out);
+    free (err);
+    assert_int_equal (s_ctl_curve (fx, endpoint, server_path, stranger_path, &out, &err), 3);
+    free (out);
+    free (err);
+    //  The right client certificate but a wrong idea of the server's key.
+    assert_int_equal (s_ctl_curve (fx, endpoint, stranger_path, allowed_path, &out, &err), 3);
+    free (out);
+    free (err);
+
+    mx_testproc_signal (daemon, SIGTERM);
+    int wstatus = 0;
+    assert_int_equal (mx_testproc_wait (daemon, WAIT_MS, &wstatus), 0);
+    assert_int_equal (WEXITSTATUS (wstatus), 0);
+    mx_testproc_destroy (&daemon);
+    zcert_destroy (&server);
+    zcert_destroy (&allowed);
+    zcert_destroy (&stranger);
+    free (endpoint);
+    free (allowed_public);
+    free (stranger_path);
+    free (allowed_path);
+    free (server_path);
+    free (clients);
+    s_env_free (&env);
+}
+
+//  A running daemon given a recognisable password by every path (inline
+//  in the conninfo, as a variable, from a file) whose mailbox and brokers
+//  refuse it: the password is in no log line and no msgxctl output.
+static void
+test_secrets_never_logged (void **state)
+{
+    fixture_t *fx = *state;
+    char *file = zsys_sprintf ("%s/sasl.password", fx->dir);
+    FILE *out_file = fopen (file, "w");
+    assert_non_null (out_file);
+    fputs ("sasl-S3cret-2\n", out_file);
+    fclose (out_file);
+    env_t env;
+    s_env (fx, "secret", &env);
+    free (env.vars [0]);
+    env.vars [0] = zsys_sprintf ("MSGX_PG_CONNINFO=%s password=pg-S3cret-1 sslpassword=key-S3cret-3",
+                                 mx_testpg_conninfo (fx->pg));
+    const char *more [] = {
+        "MAILBOX_SHARED_MYSQL_ENABLED=true", "MAILBOX_SHARED_MYSQL_HOST=127.0.0.1",
+        "MAILBOX_SHARED_MYSQL_PORT=1", "MAILBOX_SHARED_MYSQL_USER=msgx",
+        "MAILBOX_SHARED_MYSQL_PASSWORD=mb-S3cret-4",
+        "MSGX_KAFKA_BOOTSTRAP_SERVERS=127.0.0.1:1", "MSGX_KAFKA_SECURITY_PROTOCOL=sasl_plaintext",
+        "MSGX_KAFKA_SECURITY_SASL_MECHANISMS=PLAIN", "MSGX_KAFKA_SECURITY_SASL_USERNAME=msgx",
+        NULL
+    };
+    const char *all [24] = { NULL };
+    size_t count = 0;
+    for (int i = 0; env.vars [i]; i++)
+        all [count++] = env.vars [i];
+    for (int i = 0; more [i]; i++)
+        all [count++] = more [i];
+    char *sasl = zsys_sprintf ("MSGX_KAFKA_SECURITY_SASL_PASSWORD_FILE=%s", file);
+    all [count++] = sasl;
+    all [count++] = "MSGX_LOG_LEVEL=debug";
+    const char *argv [] = { fx->msgxd, NULL };
+    mx_testproc_t *daemon = mx_testproc_new (argv, all);
+    assert_non_null (daemon);
+    assert_non_null (mx_testproc_expect_stderr (daemon, "cannot connect to the mailbox", WAIT_MS));
+    char *out = NULL, *err = NULL;
+    assert_int_equal (s_ctl (fx, "secret", "status", NULL, &out, &err), 0);
+    if (strstr (out, "S3cret") || strstr (err, "S3cret"))
+        fail_msg ("a secret in msgxctl status:\n%s%s", out, err);
+    free (out);
+    free (err);
+    mx_testproc_signal (daemon, SIGTERM);
+    int wstatus = 0;
+    assert_int_equal (mx_testproc_wait (daemon, WAIT_MS, &wstatus), 0);
+    const char *log = mx_testproc_stderr (daemon);
+    if (strstr (log, "S3cret") || strstr (mx_testproc_stdout (daemon), "S3cret"))
+        fail_msg ("a secret in the log:\n%s", log);
+    mx_testproc_destroy (&daemon);
+    free (sasl);
+    free (file);
+    s_env_free (&env);
 }
 
 static void
@@ -379,10 +559,20 @@ test_cli_against_a_draining_daemon (void **state)
     free (out);
     free (err);
 
-    //  Cutover on a used instance: refused, exit 1, reason given.
-    const char *cutover [] = { fx->msgxctl, "--endpoint", NULL, "cutover", "max", NULL };
+    //  Cutover on a used instance: refused, exit 1, reason given; without
+    //  --yes nothing is tried, and the dry run says it would be refused.
     char *endpoint = zsys_sprintf ("ipc://%s/p.sock", fx->dir);
-    cutover [2] = endpoint;
+    const char *cutover_noyes [] = { fx->msgxctl, "--endpoint", endpoint, "cutover", "max", NULL };
+    assert_int_equal (mx_testproc_run (cutover_noyes, NULL, WAIT_MS, &out, &err), 1);
+    assert_non_null (strstr (err, "add --yes to act, or --dry-run to look first"));
+    free (out);
+    free (err);
+    const char *cutover_dry [] = { fx->msgxctl, "--endpoint", endpoint, "cutover", "max", "--dry-run", NULL };
+    assert_int_equal (mx_testproc_run (cutover_dry, NULL, WAIT_MS, &out, &err), 1);
+    assert_non_null (strstr (err, "not fresh"));
+    free (out);
+    free (err);
+    const char *cutover [] = { fx->msgxctl, "--endpoint", endpoint, "cutover", "max", "--yes", NULL };
     assert_int_equal (mx_testproc_run (cutover, NULL, WAIT_MS, &out, &err), 1);
     assert_non_null (strstr (err, "not fresh"));
     free (out);
@@ -401,13 +591,30 @@ test_cli_against_a_draining_daemon (void **state)
     free (out);
     free (err);
 
-    //  Abandoned marks re-armed (none here), and a request upstream.
-    const char *recover [] = { fx->msgxctl, "--endpoint", endpoint, "backfill", "recover", "--all", NULL };
+    //  Abandoned marks: the preview, then re-armed (none here); a request
+    //  upstream: the preview sends nothing, --yes sends it.
+    const char *recover_dry [] = { fx->msgxctl, "--endpoint", endpoint, "backfill", "recover", "--all", "--dry-run", NULL };
+    assert_int_equal (mx_testproc_run (recover_dry, NULL, WAIT_MS, &out, &err), 0);
+    assert_non_null (strstr (out, "dry run: 0 abandoned mark(s) would be re-armed"));
+    free (out);
+    free (err);
+    const char *recover [] = { fx->msgxctl, "--endpoint", endpoint, "backfill", "recover", "--all", "--yes", NULL };
     assert_int_equal (mx_testproc_run (recover, NULL, WAIT_MS, &out, &err), 0);
     assert_non_null (strstr (out, "0 abandoned mark(s) re-armed"));
     free (out);
     free (err);
-    const char *request [] = { fx->msgxctl, "--endpoint", endpoint, "--json", "request", "reference", "SLST", NULL };
+    const char *request_dry [] = { fx->msgxctl, "--endpoint", endpoint, "request", "reference", "SLST", "--dry-run", NULL };
+    assert_int_equal (mx_testproc_run (request_dry, NULL, WAIT_MS, &out, &err), 0);
+    assert_non_null (strstr (out, "dry run: would send RQRD for the reference list SLST through COUTMSGS as MSGXRQRD"));
+    assert_non_null (strstr (out, "nothing sent"));
+    free (out);
+    free (err);
+    const char *request_noyes [] = { fx->msgxctl, "--endpoint", endpoint, "request", "reference", "SLST", NULL };
+    assert_int_equal (mx_testproc_run (request_noyes, NULL, WAIT_MS, &out, &err), 1);
+    assert_non_null (strstr (err, "add --yes"));
+    free (out);
+    free (err);
+    const char *request [] = { fx->msgxctl, "--endpoint", endpoint, "--json", "request", "reference", "SLST", "--yes", NULL };
     assert_int_equal (mx_testproc_run (request, NULL, WAIT_MS, &out, &err), 0);
     assert_non_null (strstr (out, "\"seqn\""));
     free (out);
@@ -452,9 +659,49 @@ test_cli_against_a_draining_daemon (void **state)
     PGresult *res = PQexec (conn, "SELECT string_agg (msg_id || ':' || state, ' ' ORDER BY msg_id) FROM proc_state");
     assert_string_equal (PQgetvalue (res, 0, 0), "1:SKIPPED 2:SKIPPED 3:DEAD 4:SKIPPED");
     PQclear (res);
+    //  The audit row names the account msgxctl claims and the peer the
+    //  kernel saw on the ipc socket: this test's own uid.
+    res = PQexec (conn, "SELECT os_user FROM audit_log WHERE action = 'replay' AND result = 'ok'");
+    assert_int_equal (PQntuples (res), 1);
+    char *real = zsys_sprintf ("[uid %u (", (unsigned) getuid ());
+    if (!strstr (PQgetvalue (res, 0, 0), real) || !strstr (PQgetvalue (res, 0, 0), " pid "))
+        fail_msg ("audit row without the peer's uid and pid: %s", PQgetvalue (res, 0, 0));
+    free (real);
+    PQclear (res);
+
+    //  A request over msgx.admin.max-request-bytes is dropped unread (no
+    //  answer), and the daemon answers the next one.
+    zsock_t *client = zsock_new (ZMQ_REQ);
+    assert_non_null (client);
+    zsock_set_rcvtimeo (client, 1000);
+    //  No second connection: the count is of the one the request cost.
+    zsock_set_reconnect_ivl (client, -1);
+    assert_int_equal (zsock_connect (client, "%s", endpoint), 0);
+    size_t size = 128 * 1024;
+    char *huge = malloc (size + 1);
+    memset (huge, 'x', size);
+    huge [size] = '\0';
+    zstr_sendx (client, "status", huge, NULL);
+    assert_null (zstr_recv (client));
+    free (huge);
+    zsock_destroy (&client);
+    const char *after [] = { fx->msgxctl, "--endpoint", endpoint, "status", NULL };
+    assert_int_equal (mx_testproc_run (after, NULL, WAIT_MS, &out, &err), 0);
+    free (out);
+    free (err);
+    //  ... and counted: the daemon says so in its log and in /metrics.
+    assert_non_null (mx_testproc_expect_stderr (daemon, "closed before a whole request arrived", WAIT_MS));
+    int http_port = atoi (strrchr (env.vars [4], ':') + 1);
+    char *head = NULL, *body = NULL;
+    assert_int_equal (mx_testhttp_get (http_port, "/metrics", 10, &head, &body), 200);
+    char sample [32];
+    assert_string_equal (mx_testhttp_sample (body, "msgx_admin_requests_dropped_total", sample, sizeof sample), "1");
+    free (head);
+    free (body);
     res = PQexec (conn, "SELECT string_agg (action || ':' || result, ',' ORDER BY id) FROM audit_log");
     assert_string_equal (PQgetvalue (res, 0, 0),
-                         "cutover:refused,backfill-recover:ok,request:ok,replay:dry-run,replay:ok");
+                         "cutover:dry-run,cutover:refused,backfill-recover:dry-run,backfill-recover:ok,"
+                         "request:dry-run,request:ok,replay:dry-run,replay:ok");
     PQclear (res);
     PQfinish (conn);
 
@@ -476,6 +723,9 @@ main (void)
     const struct CMUnitTest tests [] = {
         cmocka_unit_test_setup_teardown (test_bad_config_exits_78_naming_each_problem, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_prod_without_brokers_refuses_to_start, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_admin_tcp_off_loopback_refused, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_admin_tcp_with_curve, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_secrets_never_logged, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_msgxctl_without_daemon_exits_3, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_msgxctl_usage_errors_exit_2, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_status_against_a_running_daemon, s_setup, s_teardown),

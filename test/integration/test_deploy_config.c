@@ -10,7 +10,10 @@
 #include <czmq.h>
 #include <jansson.h>
 
+#include <sys/stat.h>
+
 #include "mx_config.h"
+#include "mx_testenv.h"
 #include "mx_testproc.h"
 
 #define WAIT_MS 20000
@@ -101,18 +104,47 @@ test_samples_hold_every_key_with_advice (void **state)
     s_check_sample ("msgxd-prod.zpl");
 }
 
-//  msgxd --config SAMPLE --check-config with extra environment.
+//  text into a fresh file of mode 0640 (as the package installs the
+//  configuration: prod refuses a file others may read) in dir.
+static char *
+s_private_file (const char *dir, const char *name, const char *text)
+{
+    char *path = zsys_sprintf ("%s/%s", dir, name);
+    FILE *file = fopen (path, "w");
+    assert_non_null (file);
+    fputs (text, file);
+    fclose (file);
+    assert_int_equal (chmod (path, 0640), 0);
+    return path;
+}
+
+//  msgxd --config FILE --check-config with extra environment.
+static int
+s_check_file (const char *config, const char *const *env, char **out, char **err)
+{
+    char *msgxd = s_path ("MX_BUILD_DIR", "cmd/msgxd");
+    const char *argv [] = { msgxd, "--config", config, "--check-config", NULL };
+    int code = mx_testproc_run (argv, env, WAIT_MS, out, err);
+    free (msgxd);
+    return code;
+}
+
+//  The same with a private copy of deploy/config/SAMPLE.
 static int
 s_check_config (const char *sample, const char *const *env, char **out, char **err)
 {
-    char *msgxd = s_path ("MX_BUILD_DIR", "cmd/msgxd");
     char *relative = zsys_sprintf ("deploy/config/%s", sample);
-    char *config = s_path ("MX_SOURCE_DIR", relative);
-    const char *argv [] = { msgxd, "--config", config, "--check-config", NULL };
-    int code = mx_testproc_run (argv, env, WAIT_MS, out, err);
+    char *original = s_path ("MX_SOURCE_DIR", relative);
+    char *text = s_read (original);
+    char *dir = mx_testenv_tmpdir ();
+    char *config = s_private_file (dir, sample, text);
+    int code = s_check_file (config, env, out, err);
+    mx_testenv_rmtree (dir);
+    free (dir);
     free (config);
+    free (text);
+    free (original);
     free (relative);
-    free (msgxd);
     return code;
 }
 
@@ -148,12 +180,22 @@ static void
 test_prod_sample_with_site_values_from_the_environment (void **state)
 {
     (void) state;
+    //  Every secret by every path: inline in the conninfo (password and
+    //  sslpassword), from a file (_FILE) and as a variable.
+    char *dir = mx_testenv_tmpdir ();
+    char *mailbox = s_private_file (dir, "mailbox.pw", "mb-s3cret\n");
+    char *mailbox_env = zsys_sprintf ("MAILBOX_SHARED_MYSQL_PASSWORD_FILE=%s", mailbox);
     const char *env [] = {
-        "MSGX_PG_CONNINFO=host=db.site.test dbname=msgx user=msgx password=pg-s3cret",
+        "MSGX_PG_CONNINFO=host=db.site.test dbname=msgx user=msgx password=pg-s3cret sslpassword=key-s3cret "
+        "sslmode=verify-full",
         "MSGX_KAFKA_BOOTSTRAP_SERVERS=broker-a.site.test:9092,broker-b.site.test:9092",
+        "MSGX_KAFKA_SECURITY_PROTOCOL=sasl_ssl",
+        "MSGX_KAFKA_SECURITY_SASL_MECHANISMS=SCRAM-SHA-512",
+        "MSGX_KAFKA_SECURITY_SASL_USERNAME=msgx",
+        "MSGX_KAFKA_SECURITY_SASL_PASSWORD=sasl-s3cret",
         "MAILBOX_SHARED_MYSQL_HOST=aodb.site.test",
         "MAILBOX_SHARED_MYSQL_USER=msgx_site",
-        "MAILBOX_SHARED_MYSQL_PASSWORD=mb-s3cret",
+        mailbox_env,
         NULL
     };
     char *out = NULL, *err = NULL;
@@ -173,12 +215,61 @@ test_prod_sample_with_site_values_from_the_environment (void **state)
                          "***");
     assert_string_equal (json_string_value (json_object_get (dump, "msgx.admin.endpoint")),
                          "ipc:///run/msgxd/admin.sock");
+    assert_string_equal (json_string_value (json_object_get (dump, "msgx.kafka.security.sasl.password")),
+                         "***");
     //  Secrets never show, not even inside the conninfo.
     assert_null (strstr (out, "s3cret"));
     assert_null (strstr (err, "s3cret"));
     json_decref (dump);
     free (out);
     free (err);
+
+    //  Refusals name the keys, never the values.
+    const char *weak [] = {
+        "MSGX_PG_CONNINFO=host=db.site.test dbname=msgx password=pg-s3cret sslpassword=key-s3cret sslmode=require",
+        "MSGX_KAFKA_SECURITY_PROTOCOL=sasl_plaintext",
+        "MSGX_KAFKA_SECURITY_SASL_PASSWORD=sasl-s3cret",
+        mailbox_env,
+        NULL
+    };
+    assert_int_equal (s_check_config ("msgxd-prod.zpl", weak, &out, &err), MX_EXIT_CONFIG);
+    assert_non_null (strstr (err, "sslmode require does not verify the server"));
+    assert_non_null (strstr (err, "prod refuses unencrypted Kafka"));
+    assert_null (strstr (out, "s3cret"));
+    assert_null (strstr (err, "s3cret"));
+    free (out);
+    free (err);
+
+    //  A password line cut short (a missing quote) is not echoed either.
+    char *broken = s_private_file (dir, "broken.zpl",
+                                   "mailbox.shared-mysql.password = \"mb-s3cret\n"
+                                   "msgx.kafka.security.sasl.password = sasl-s3cret#\n");
+    assert_int_equal (s_check_file (broken, NULL, &out, &err), MX_EXIT_CONFIG);
+    assert_non_null (strstr (err, "missing closing quote"));
+    assert_null (strstr (out, "s3cret"));
+    assert_null (strstr (err, "s3cret"));
+    free (out);
+    free (err);
+
+    //  The shipped sample as it comes from the source tree is readable by
+    //  all: prod refuses it.
+    char *relative = zsys_sprintf ("deploy/config/%s", "msgxd-prod.zpl");
+    char *open_sample = s_path ("MX_SOURCE_DIR", relative);
+    struct stat status;
+    assert_int_equal (stat (open_sample, &status), 0);
+    if (status.st_mode & 004) {
+        assert_int_equal (s_check_file (open_sample, env, &out, &err), MX_EXIT_CONFIG);
+        assert_non_null (strstr (err, "is readable by others"));
+        free (out);
+        free (err);
+    }
+    free (open_sample);
+    free (relative);
+    free (broken);
+    free (mailbox_env);
+    free (mailbox);
+    mx_testenv_rmtree (dir);
+    free (dir);
 }
 
 static void

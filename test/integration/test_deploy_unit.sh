@@ -27,6 +27,7 @@ s_expect () {
 s_expect Type simple
 s_expect User msgx
 s_expect ExecStart "/usr/sbin/msgxd --config /etc/msgxd/msgxd.zpl"
+s_expect ExecReload '/bin/kill -HUP $MAINPID'
 s_expect SupplementaryGroups msgx-admin
 s_expect RuntimeDirectoryMode 0755
 s_expect RuntimeDirectory msgxd
@@ -44,6 +45,18 @@ s_expect ProtectControlGroups yes
 s_expect RestrictAddressFamilies "AF_UNIX AF_INET AF_INET6"
 s_expect MemoryDenyWriteExecute yes
 s_expect CapabilityBoundingSet ""
+s_expect LimitCORE 0
+s_expect ProcSubset pid
+s_expect PrivateIPC yes
+s_expect SocketBindDeny any
+[[ -n $(s_value MemoryMax) ]] || s_fail "MemoryMax missing"
+#  The sample's HTTP port must be one the unit lets msgxd bind.
+http_port=$(sed -n 's/^        bind = .*:\([0-9]*\)$/\1/p' "$src/deploy/config/msgxd-prod.zpl" | head -n 1)
+[[ -n "$http_port" ]] || s_fail "no http bind port found in msgxd-prod.zpl"
+grep -qx "SocketBindAllow=tcp:$http_port" "$unit" || s_fail "SocketBindAllow=tcp:$http_port (the sample's http bind) missing"
+compat_port=$(sed -n 's/^            bind = .*:\([0-9]*\)$/\1/p' "$src/deploy/config/msgxd-prod.zpl" | head -n 1)
+[[ -n "$compat_port" ]] || s_fail "no compat bind port found in msgxd-prod.zpl"
+grep -qx "SocketBindAllow=tcp:$compat_port" "$unit" || s_fail "SocketBindAllow=tcp:$compat_port (the sample's compat bind) missing"
 grep -qx 'SystemCallFilter=@system-service' "$unit" || s_fail "SystemCallFilter=@system-service missing"
 grep -qx 'CapabilityBoundingSet=' "$unit" || s_fail "CapabilityBoundingSet= (empty) missing"
 

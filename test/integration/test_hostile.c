@@ -720,7 +720,8 @@ test_prod_refuses_unsafe_settings (void **state)
     const char *argv [] = { fx->msgxd, NULL };
     const char *env [] = { "MSGX_PROFILE=prod", "MSGX_STUBS=true", "MSGX_KAFKA_ACKS=1",
                            "MSGX_KAFKA_ENABLE_IDEMPOTENCE=false", "MSGX_KAFKA_MAX_IN_FLIGHT=6",
-                           "MSGX_PG_CONNINFO=host=127.0.0.1 port=1 dbname=none", NULL };
+                           "MSGX_KAFKA_SECURITY_ALLOW_PLAINTEXT=true",
+                           "MSGX_PG_CONNINFO=host=127.0.0.1 port=1 dbname=none sslmode=verify-full", NULL };
     char *out = NULL, *err = NULL;
     assert_int_equal (mx_testproc_run (argv, env, WAIT_MS, &out, &err), 78);
     const char *keys [] = { "msgx.stubs", "msgx.kafka.bootstrap-servers", "msgx.kafka.acks",

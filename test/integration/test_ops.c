@@ -318,7 +318,7 @@ test_scrape_matches_the_database (void **state)
     s_expect_sample (reply.body, "msgx_pipeline_backlog_unfinished", unfinished);
     s_expect_sample (reply.body, "msgx_pipeline_backfill_unmarked_terminal", unmarked);
     s_expect_sample (reply.body, "msgx_pipeline_watermark_lag", lag);
-    s_expect_sample (reply.body, "msgx_events_pending", "0");
+    s_expect_sample (reply.body, "msgx_outbox_pending{target=\"KAFKA:msg\"}", "0");
     s_expect_sample (reply.body, "msgx_events_delivery_lag_seconds{target=\"KAFKA:msg\"}", "0");
     s_expect_sample (reply.body, "msgx_instance_active", "1");
     s_expect_sample (reply.body, "msgx_pipeline_paused", "0");
@@ -385,7 +385,7 @@ test_nan_when_postgresql_refuses_connections (void **state)
     const char *gauges [] = {
         "msgx_pipeline_backlog_unfinished", "msgx_pipeline_backlog_oldest_unprocessed_seconds",
         "msgx_pipeline_backfill_unmarked_terminal", "msgx_pipeline_backfill_abandoned",
-        "msgx_pipeline_watermark_lag", "msgx_events_pending",
+        "msgx_pipeline_watermark_lag", "msgx_outbox_pending{target=\"KAFKA:schd\"}",
         "msgx_events_delivery_lag_seconds{target=\"KAFKA:msg\"}",
     };
     for (size_t i = 0; i < sizeof gauges / sizeof gauges [0]; i++)

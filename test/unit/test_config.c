@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <cmocka.h>
 
 #include "mx_config.h"
@@ -39,6 +40,19 @@ s_write (const char *name, const char *text)
     fputs (text, file);
     fclose (file);
     return path;
+}
+
+//  Whole file (caller frees).
+static char *
+s_read_all (const char *path)
+{
+    FILE *file = fopen (path, "rb");
+    assert_non_null (file);
+    zchunk_t *chunk = zchunk_read (file, 1024 * 1024);
+    fclose (file);
+    char *text = zsys_sprintf ("%.*s", (int) zchunk_size (chunk), (char *) zchunk_data (chunk));
+    zchunk_destroy (&chunk);
+    return text;
 }
 
 static void
@@ -441,6 +455,13 @@ test_validation_rules (void **state)
         { "msgx.http.compat.allow",             "10.0.0.1,,10.0.0.2", "empty entry" },
         { "msgx.admin.endpoint",                "inproc://x", "ipc:// or tcp://" },
         { "msgx.admin.endpoint",                "ipc://",   "ipc:// or tcp://" },
+        { "msgx.admin.endpoint",                "tcp://0.0.0.0:5555", "must be on a loopback address" },
+        { "msgx.admin.endpoint",                "tcp://*:5555", "must be on a loopback address" },
+        { "msgx.admin.endpoint",                "tcp://eth0:5555", "must be on a loopback address" },
+        { "msgx.admin.endpoint",                "tcp://127.0.0.1.example.com:5555", "must be on a loopback address" },
+        { "msgx.admin.endpoint",                "tcp://10.0.0.1:5555", "must be on a loopback address" },
+        { "msgx.admin.max-request-bytes",       "100", "between 1024" },
+        { "msgx.admin.curve.server-cert",       "/etc/msgxd/admin.cert", "tcp:// msgx.admin.endpoint only" },
         { "mailbox.shared-mysql.port",          "0",        "between 1 and 65535" },
         { "mailbox.shared-mysql.port",          "65536",    "between 1 and 65535" },
         { "mailbox.shared-mysql.read-timeout",  "1500ms",   "whole seconds" },
@@ -479,6 +500,9 @@ test_validation_rules (void **state)
         { "msgx.http.bind",                  "[::1]:8080" },
         { "msgx.http.compat.allow",          " 10.0.0.0/8 , 192.0.2.7, ::1/128,fe80::/10 " },
         { "msgx.admin.endpoint",             "tcp://127.0.0.1:5555" },
+        { "msgx.admin.endpoint",             "tcp://127.1.2.3:5555" },
+        { "msgx.admin.endpoint",             "tcp://[::1]:5555" },
+        { "msgx.admin.endpoint",             "tcp://localhost:5555" },
         { "msgx.admin.group",                "msgx-no-such-group" },
         { "mailbox.shared-mysql.port",       "65535" },
         { "msgx.health.backlog-cache-ttl-ms", "0" },
@@ -554,7 +578,9 @@ test_prod_rules (void **state)
                         NULL));
     zlist_destroy (&errors);
 
-    const char *good [] = { "MSGX_PROFILE=prod", "MSGX_KAFKA_BOOTSTRAP_SERVERS=k1:9092,k2:9092", NULL };
+    const char *good [] = { "MSGX_PROFILE=prod", "MSGX_KAFKA_BOOTSTRAP_SERVERS=k1:9092,k2:9092",
+                            "MSGX_KAFKA_SECURITY_PROTOCOL=ssl",
+                            "MSGX_PG_CONNINFO=host=db dbname=msgx sslmode=verify-full", NULL };
     config = mx_config_load (NULL, s_envp (good), &errors, NULL);
     s_dump (errors);
     assert_non_null (config);
@@ -563,6 +589,9 @@ test_prod_rules (void **state)
 
     //  An enabled mailbox in prod names its user; dev may lean on defaults.
     const char *nouser [] = { "MSGX_PROFILE=prod", "MSGX_KAFKA_BOOTSTRAP_SERVERS=k1:9092",
+                              "MSGX_KAFKA_SECURITY_PROTOCOL=ssl",
+                              "MSGX_PG_CONNINFO=host=db dbname=msgx sslmode=verify-ca",
+                              "MAILBOX_SHARED_MYSQL_SSL_MODE=verify-full",
                               "MAILBOX_SHARED_MYSQL_ENABLED=true", NULL };
     config = mx_config_load (NULL, s_envp (nouser), &errors, NULL);
     assert_null (config);
@@ -907,13 +936,20 @@ test_print_reference (void **state)
     free (text);
 }
 
-//  Both shipped samples load as written, and each sets every key.
+//  Both shipped samples load as written, and each sets every key. The
+//  copy is private, as the package installs it (prod refuses a file
+//  others can read).
 static void
 s_check_sample (const char *name, const char *profile)
 {
     const char *source = getenv ("MX_SOURCE_DIR");
     assert_non_null (source);
-    char *path = zsys_sprintf ("%s/deploy/config/%s", source, name);
+    char *original = zsys_sprintf ("%s/deploy/config/%s", source, name);
+    char *text = s_read_all (original);
+    char *path = s_write (name, text);
+    assert_int_equal (chmod (path, 0640), 0);
+    free (text);
+    free (original);
     zlist_t *errors = NULL;
     zlist_t *warnings = NULL;
     mx_config_t *config = mx_config_load (path, s_no_env, &errors, &warnings);
@@ -936,7 +972,7 @@ s_check_sample (const char *name, const char *profile)
     mx_config_destroy (&config);
     zlist_destroy (&errors);
     zlist_destroy (&warnings);
-    zstr_free (&path);
+    s_remove (&path);
 }
 
 static void
@@ -944,6 +980,266 @@ test_deploy_samples (void **state)
 {
     s_check_sample ("msgxd-dev.zpl", "dev");
     s_check_sample ("msgxd-prod.zpl", "prod");
+}
+
+//  Loads envp (no file); asserts it is refused with a line holding every
+//  needle, or (needles NULL) accepted.
+static void
+s_expect (const char *const *envp, ...)
+{
+    zlist_t *errors = NULL;
+    zlist_t *warnings = NULL;
+    mx_config_t *config = mx_config_load (NULL, (char **) envp, &errors, &warnings);
+    va_list args;
+    va_start (args, envp);
+    const char *first = va_arg (args, const char *);
+    if (!first) {
+        s_dump (errors);
+        assert_non_null (config);
+    }
+    else {
+        assert_null (config);
+        s_dump (errors);
+        bool found = false;
+        for (char *line = (char *) zlist_first (errors); line && !found; line = (char *) zlist_next (errors)) {
+            found = strstr (line, first) != NULL;
+            va_list more;
+            va_copy (more, args);
+            const char *needle;
+            while (found && (needle = va_arg (more, const char *)))
+                found = strstr (line, needle) != NULL;
+            va_end (more);
+        }
+        if (!found)
+            fail_msg ("no error line holds %s", first);
+    }
+    va_end (args);
+    mx_config_destroy (&config);
+    zlist_destroy (&errors);
+    zlist_destroy (&warnings);
+}
+
+#define S_PROD "MSGX_PROFILE=prod", "MSGX_KAFKA_BOOTSTRAP_SERVERS=k1:9093"
+#define S_PG_OK "MSGX_PG_CONNINFO=host=db dbname=msgx sslmode=verify-full sslrootcert=/ca.pem"
+
+static void
+test_prod_security_rules (void **state)
+{
+    //  Kafka: prod refuses plaintext, unless allowed (then a warning).
+    const char *plain [] = { S_PROD, S_PG_OK, NULL };
+    s_expect (plain, "msgx.kafka.security.protocol = 'plaintext'", "prod refuses unencrypted Kafka", NULL);
+    const char *sasl_plain [] = { S_PROD, S_PG_OK, "MSGX_KAFKA_SECURITY_PROTOCOL=sasl_plaintext",
+                                  "MSGX_KAFKA_SECURITY_SASL_MECHANISMS=PLAIN", "MSGX_KAFKA_SECURITY_SASL_USERNAME=u",
+                                  "MSGX_KAFKA_SECURITY_SASL_PASSWORD=p", NULL };
+    s_expect (sasl_plain, "prod refuses unencrypted Kafka", NULL);
+    const char *allowed [] = { S_PROD, S_PG_OK, "MSGX_KAFKA_SECURITY_ALLOW_PLAINTEXT=true", NULL };
+    zlist_t *errors = NULL, *warnings = NULL;
+    mx_config_t *config = mx_config_load (NULL, (char **) allowed, &errors, &warnings);
+    s_dump (errors);
+    assert_non_null (config);
+    assert_true (s_has (warnings, "allow-plaintext = true", "not encrypted", NULL));
+    mx_config_destroy (&config);
+    zlist_destroy (&errors);
+    zlist_destroy (&warnings);
+
+    //  SASL needs its three settings; each setting only with its protocol.
+    const char *no_password [] = { S_PROD, S_PG_OK, "MSGX_KAFKA_SECURITY_PROTOCOL=sasl_ssl",
+                                   "MSGX_KAFKA_SECURITY_SASL_MECHANISMS=SCRAM-SHA-512",
+                                   "MSGX_KAFKA_SECURITY_SASL_USERNAME=u", NULL };
+    s_expect (no_password, "msgx.kafka.security.sasl.password", "must be set with msgx.kafka.security.protocol sasl_ssl", NULL);
+    const char *oauth [] = { S_PROD, S_PG_OK, "MSGX_KAFKA_SECURITY_PROTOCOL=sasl_ssl",
+                             "MSGX_KAFKA_SECURITY_SASL_MECHANISMS=OAUTHBEARER", "MSGX_KAFKA_SECURITY_SASL_USERNAME=u",
+                             "MSGX_KAFKA_SECURITY_SASL_PASSWORD=p", NULL };
+    s_expect (oauth, "msgx.kafka.security.sasl.mechanisms = 'OAUTHBEARER'", "OAUTHBEARER needs a token provider", NULL);
+    const char *stray [] = { S_PROD, S_PG_OK, "MSGX_KAFKA_SECURITY_PROTOCOL=ssl",
+                             "MSGX_KAFKA_SECURITY_SASL_USERNAME=u", NULL };
+    s_expect (stray, "msgx.kafka.security.sasl.username", "applies only with", NULL);
+    const char *no_name_check [] = { S_PROD, S_PG_OK, "MSGX_KAFKA_SECURITY_PROTOCOL=ssl",
+                                     "MSGX_KAFKA_SECURITY_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM=none", NULL };
+    s_expect (no_name_check, "ssl.endpoint.identification.algorithm = 'none'", "only in dev", NULL);
+    const char *mock_tls [] = { "MSGX_KAFKA_SECURITY_PROTOCOL=ssl", NULL };
+    s_expect (mock_tls, "embedded mock cluster", "plaintext only", NULL);
+    //  The safety settings stay refused whatever the security.
+    const char *weak [] = { S_PROD, S_PG_OK, "MSGX_KAFKA_SECURITY_PROTOCOL=ssl", "MSGX_KAFKA_ACKS=1", NULL };
+    s_expect (weak, "msgx.kafka.acks", "weakens producer safety", NULL);
+    const char *secured [] = { S_PROD, S_PG_OK, "MSGX_KAFKA_SECURITY_PROTOCOL=sasl_ssl",
+                               "MSGX_KAFKA_SECURITY_SASL_MECHANISMS=SCRAM-SHA-256", "MSGX_KAFKA_SECURITY_SASL_USERNAME=u",
+                               "MSGX_KAFKA_SECURITY_SASL_PASSWORD=p", NULL };
+    s_expect (secured, NULL);
+
+    //  PostgreSQL: prod refuses a conninfo that does not verify the server.
+    const char *require [] = { S_PROD, "MSGX_KAFKA_SECURITY_PROTOCOL=ssl",
+                               "MSGX_PG_CONNINFO=host=db dbname=msgx password=pg-Secret-1 sslmode=require", NULL };
+    s_expect (require, "msgx.pg.conninfo", "sslmode require does not verify the server", NULL);
+    const char *unset [] = { S_PROD, "MSGX_KAFKA_SECURITY_PROTOCOL=ssl",
+                             "MSGX_PG_CONNINFO=postgresql://msgx@db/msgx", NULL };
+    s_expect (unset, "sslmode prefer does not verify the server", NULL);
+    const char *uri [] = { S_PROD, "MSGX_KAFKA_SECURITY_PROTOCOL=ssl",
+                           "MSGX_PG_CONNINFO=postgresql://msgx@db/msgx?sslmode=verify-ca", NULL };
+    s_expect (uri, NULL);
+    const char *trusted [] = { S_PROD, "MSGX_KAFKA_SECURITY_PROTOCOL=ssl", "MSGX_PG_ALLOW_UNVERIFIED=true",
+                               "MSGX_PG_CONNINFO=host=db dbname=msgx sslmode=require", NULL };
+    s_expect (trusted, NULL);
+
+    //  The mailbox: prod verifies over TCP, not over a local socket.
+    const char *mailbox [] = { S_PROD, S_PG_OK, "MSGX_KAFKA_SECURITY_PROTOCOL=ssl",
+                               "MAILBOX_SHARED_MYSQL_ENABLED=true", "MAILBOX_SHARED_MYSQL_USER=u",
+                               "MAILBOX_SHARED_MYSQL_SSL_MODE=required", NULL };
+    s_expect (mailbox, "mailbox.shared-mysql.ssl-mode = 'required'", "prod verifies the mailbox server", NULL);
+    const char *local [] = { S_PROD, S_PG_OK, "MSGX_KAFKA_SECURITY_PROTOCOL=ssl",
+                             "MAILBOX_SHARED_MYSQL_ENABLED=true", "MAILBOX_SHARED_MYSQL_USER=u",
+                             "MAILBOX_SHARED_MYSQL_SOCKET=/run/mysqld/mysqld.sock", NULL };
+    s_expect (local, NULL);
+    const char *half [] = { "MAILBOX_SHARED_MYSQL_SSL_MODE=verify-full", "MAILBOX_SHARED_MYSQL_SSL_CERT=/c.pem", NULL };
+    s_expect (half, "mailbox.shared-mysql.ssl-key", "needs its key", NULL);
+    const char *mode [] = { "MAILBOX_SHARED_MYSQL_SSL_MODE=preferred", NULL };
+    s_expect (mode, "must be disabled, required or verify-full", NULL);
+}
+
+//  A secret file of mode mode holding text; the path (caller frees).
+static char *
+s_secret_file (const char *name, const char *text, mode_t mode)
+{
+    char *path = s_write (name, text);
+    assert_int_equal (chmod (path, mode), 0);
+    return path;
+}
+
+static void
+test_secrets_from_files (void **state)
+{
+    char *mailbox = s_secret_file ("mailbox.pw", "mb-Secret-2\n", 0600);
+    char *sasl = s_secret_file ("sasl.pw", "sasl-Secret-3", 0640);
+    char *conninfo = s_secret_file ("conninfo", "host=db dbname=msgx password=pg-Secret-1 sslmode=verify-full\n", 0600);
+    char *text = zsys_sprintf (
+        "msgx\n"
+        "    profile = prod\n"
+        "    kafka\n"
+        "        bootstrap-servers = k1:9093\n"
+        "        security\n"
+        "            protocol = sasl_ssl\n"
+        "            sasl.mechanisms = SCRAM-SHA-512\n"
+        "            sasl.username = msgx\n"
+        "            sasl.password-file = \"%s\"\n"
+        "mailbox.shared-mysql.password-file = \"%s\"\n", sasl, mailbox);
+    char *path = s_secret_file ("secrets.zpl", text, 0640);
+    free (text);
+    char *env_conninfo = zsys_sprintf ("MSGX_PG_CONNINFO_FILE=%s", conninfo);
+    const char *envp [] = { env_conninfo, NULL };
+    zlist_t *errors = NULL;
+    mx_config_t *config = mx_config_load (path, (char **) envp, &errors, NULL);
+    s_dump (errors);
+    assert_non_null (config);
+    //  The content without its trailing newline.
+    assert_string_equal (config->mailbox_shared_mysql_password, "mb-Secret-2");
+    assert_string_equal (config->kafka_security_sasl_password, "sasl-Secret-3");
+    assert_string_equal (config->pg_conninfo, "host=db dbname=msgx password=pg-Secret-1 sslmode=verify-full");
+    //  Masked in the dump, also inside the conninfo.
+    json_t *dump = mx_config_to_json (config);
+    char *json = json_dumps (dump, 0);
+    assert_null (strstr (json, "Secret"));
+    assert_non_null (strstr (json, "password=***"));
+    free (json);
+    json_decref (dump);
+    mx_config_destroy (&config);
+    zlist_destroy (&errors);
+
+    //  The value and its file at once: refused, naming both, never the value.
+    char *env_both = zsys_sprintf ("MAILBOX_SHARED_MYSQL_PASSWORD_FILE=%s", mailbox);
+    const char *both [] = { "MAILBOX_SHARED_MYSQL_PASSWORD=mb-Secret-2", env_both, NULL };
+    config = mx_config_load (NULL, (char **) both, &errors, NULL);
+    assert_null (config);
+    assert_true (s_has (errors, "MAILBOX_SHARED_MYSQL_PASSWORD and MAILBOX_SHARED_MYSQL_PASSWORD_FILE", NULL));
+    zlist_destroy (&errors);
+    //  Only secrets come from files.
+    const char *not_secret [] = { "MSGX_LOG_LEVEL_FILE=/etc/hostname", NULL };
+    zlist_t *warnings = NULL;
+    config = mx_config_load (NULL, (char **) not_secret, &errors, &warnings);
+    assert_non_null (config);
+    assert_true (s_has (warnings, "MSGX_LOG_LEVEL_FILE matches no configuration key", NULL));
+    mx_config_destroy (&config);
+    zlist_destroy (&errors);
+    zlist_destroy (&warnings);
+    const char *missing [] = { "MAILBOX_SHARED_MYSQL_PASSWORD_FILE=/nonexistent/pw", NULL };
+    s_expect (missing, "mailbox.shared-mysql.password", "cannot read the secret file /nonexistent/pw", NULL);
+
+    free (env_both);
+    free (env_conninfo);
+    s_remove (&path);
+    s_remove (&conninfo);
+    s_remove (&sasl);
+    s_remove (&mailbox);
+}
+
+static void
+test_prod_refuses_files_others_read (void **state)
+{
+    char *secret = s_secret_file ("sasl.pw", "sasl-Secret-3", 0644);
+    char *text = zsys_sprintf (
+        "msgx.profile = prod\n"
+        "msgx.pg.conninfo = \"host=db sslmode=verify-full\"\n"
+        "msgx.kafka.bootstrap-servers = k1:9093\n"
+        "msgx.kafka.security.protocol = sasl_ssl\n"
+        "msgx.kafka.security.sasl.mechanisms = PLAIN\n"
+        "msgx.kafka.security.sasl.username = msgx\n"
+        "msgx.kafka.security.sasl.password-file = \"%s\"\n", secret);
+    char *path = s_secret_file ("open.zpl", text, 0644);
+    zlist_t *errors = NULL;
+    mx_config_t *config = mx_config_load (path, NULL, &errors, NULL);
+    assert_null (config);
+    s_dump (errors);
+    assert_true (s_has (errors, "config file", path, "readable by others (mode 0644)", NULL));
+    assert_true (s_has (errors, "msgx.kafka.security.sasl.password", secret, "readable by others (mode 0644)", NULL));
+    zlist_destroy (&errors);
+    //  Private files pass; dev does not care.
+    assert_int_equal (chmod (path, 0640), 0);
+    assert_int_equal (chmod (secret, 0600), 0);
+    config = mx_config_load (path, NULL, &errors, NULL);
+    s_dump (errors);
+    assert_non_null (config);
+    mx_config_destroy (&config);
+    zlist_destroy (&errors);
+    free (text);
+    s_remove (&path);
+    s_remove (&secret);
+}
+
+static void
+test_secret_never_in_a_message (void **state)
+{
+    //  A password line cut short, a bad file line, a conninfo with every
+    //  kind of password, values that do not parse: no message repeats one.
+    char *path = s_write ("cut.zpl",
+        "mailbox.shared-mysql.password = \"pw-Secret-4\n"
+        "msgx.kafka.security.sasl.password = pw-Secret-5#x\n");
+    zlist_t *errors = NULL;
+    mx_config_t *config = mx_config_load (path, NULL, &errors, NULL);
+    assert_null (config);
+    assert_int_equal (zlist_size (errors), 2);
+    for (char *line = (char *) zlist_first (errors); line; line = (char *) zlist_next (errors))
+        if (strstr (line, "Secret"))
+            fail_msg ("a secret in: %s", line);
+    zlist_destroy (&errors);
+    s_remove (&path);
+
+    const char *envp [] = { "MSGX_PROFILE=prod",
+        "MSGX_PG_CONNINFO=host=db password=pw-Secret-6 sslpassword=pw-Secret-7 sslmode=require", NULL };
+    config = mx_config_load (NULL, (char **) envp, &errors, NULL);
+    assert_null (config);
+    assert_true (s_has (errors, "password=*** sslpassword=***", NULL));
+    for (char *line = (char *) zlist_first (errors); line; line = (char *) zlist_next (errors))
+        if (strstr (line, "Secret"))
+            fail_msg ("a secret in: %s", line);
+    zlist_destroy (&errors);
+
+    mx_config_t *uri = mx_config_new_defaults ();
+    assert_int_equal (mx_config_set (uri, "msgx.pg.conninfo",
+        "postgresql://msgx:pw-Secret-8@db/msgx?sslpassword=pw-Secret-9&sslmode=verify-full", NULL), 0);
+    json_t *dump = mx_config_to_json (uri);
+    const char *masked = json_string_value (json_object_get (dump, "msgx.pg.conninfo"));
+    assert_string_equal (masked, "postgresql://msgx:***@db/msgx?sslpassword=***&sslmode=verify-full");
+    json_decref (dump);
+    mx_config_destroy (&uri);
 }
 
 int
@@ -966,7 +1262,11 @@ main (void)
         cmocka_unit_test (test_environment),
         cmocka_unit_test (test_to_json),
         cmocka_unit_test (test_print_reference),
-        cmocka_unit_test (test_deploy_samples),
+        cmocka_unit_test_setup_teardown (test_deploy_samples, s_setup, s_teardown),
+        cmocka_unit_test (test_prod_security_rules),
+        cmocka_unit_test_setup_teardown (test_secrets_from_files, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_prod_refuses_files_others_read, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_secret_never_in_a_message, s_setup, s_teardown),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

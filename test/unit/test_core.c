@@ -179,6 +179,48 @@ test_log_never_blocks_on_a_stuck_sink (void **state)
     close (fds [1]);
 }
 
+//  An actor's own level beside the global one; a notice is written
+//  whatever the level; a level for every actor drops the single ones.
+static void
+test_log_level_per_actor (void **state)
+{
+    (void) state;
+    int fds [2];
+    assert_int_equal (pipe (fds), 0);
+    assert_int_equal (mx_log_start (fds [1], 64), 0);
+    mx_log_set_level (MX_LOG_WARN);
+    assert_int_equal (mx_log_set_actor_level ("pump", MX_LOG_DEBUG), 0);
+    mx_debug ("pump", "pump debug shown");
+    mx_info ("ingress", "ingress info hidden");
+    mx_log_notice ("control", NULL, "notice shown");
+    json_t *levels = mx_log_levels ();
+    assert_string_equal (json_string_value (json_object_get (levels, "level")), "warn");
+    assert_string_equal (json_string_value (json_object_get (json_object_get (levels, "actors"), "pump")), "debug");
+    json_decref (levels);
+    assert_int_equal (mx_log_set_actor_level ("pump", -1), 0);
+    mx_debug ("pump", "pump debug hidden again");
+    assert_int_equal (mx_log_set_actor_level ("ingress", MX_LOG_ERROR), 0);
+    mx_log_clear_actor_levels ();
+    mx_warn ("ingress", "ingress warn shown");
+    levels = mx_log_levels ();
+    assert_int_equal (json_object_size (json_object_get (levels, "actors")), 0);
+    json_decref (levels);
+    //  Refused: no name, a name too long, a level out of range.
+    assert_int_equal (mx_log_set_actor_level ("", MX_LOG_INFO), -1);
+    assert_int_equal (mx_log_set_actor_level ("an-actor-name-longer-than-thirty-one", MX_LOG_INFO), -1);
+    assert_int_equal (mx_log_set_actor_level ("pump", 7), -1);
+    mx_log_stop ();
+    mx_log_set_level (MX_LOG_INFO);
+    close (fds [1]);
+    char *text = s_read_all (fds [0]);
+    close (fds [0]);
+    assert_non_null (strstr (text, "pump debug shown"));
+    assert_non_null (strstr (text, "notice shown"));
+    assert_non_null (strstr (text, "ingress warn shown"));
+    assert_null (strstr (text, "hidden"));
+    free (text);
+}
+
 static void
 test_log_level_parse (void **state)
 {
@@ -338,6 +380,7 @@ main (void)
         cmocka_unit_test (test_log_lines_of_a_shadow_say_so),
         cmocka_unit_test (test_log_never_blocks_on_a_stuck_sink),
         cmocka_unit_test (test_log_level_parse),
+        cmocka_unit_test (test_log_level_per_actor),
         cmocka_unit_test (test_command_tables_are_complete),
         cmocka_unit_test (test_command_round_trip),
         cmocka_unit_test (test_text_escape_controls),
