@@ -24,6 +24,7 @@ typedef struct {
     bool started;
     PGconn *pg;
     const char *bootstrap;
+    char topic [MX_CONFIG_TOPIC_BUFSIZE];   //  mx_config_topic: suffixed on a shadow instance
     mx_delivery_t *delivery;    //  the producer and the flush out
     int64_t last_flush;         //  start of the last flush, INT64_MIN before the first
     int64_t next_flush;
@@ -152,6 +153,12 @@ s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
         case MX_CMD_START: {
             self->bootstrap = self->args->kafka_bootstrap && *self->args->kafka_bootstrap
                             ? self->args->kafka_bootstrap : self->config->kafka_bootstrap_servers;
+            if (!mx_config_publishes (self->config)) {
+                mx_warn (ACTOR, "shadow mode (msgx.shadow-publish = false): nothing is published, "
+                                "%s events stay PENDING in this instance's outbox", "KAFKA:schd");
+                mx_actor_reply_started (self->pipe, "shadow mode: nothing is published (msgx.shadow-publish = false)");
+                break;
+            }
             char *error = NULL;
             if (mx_delivery_start (self->delivery, self->bootstrap, &error)) {
                 mx_actor_reply_failed (self->pipe, error);
@@ -160,7 +167,7 @@ s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
             }
             self->started = true;
             char *detail = zsys_sprintf ("KAFKA:schd to topic %s at %s; every %" PRId64 " ms, up to %" PRId64
-                                         " flights a flush", self->config->kafka_topic_schd, self->bootstrap,
+                                         " flights a flush", self->topic, self->bootstrap,
                                          self->config->schd_flush_period, self->config->schd_flush_limit);
             mx_actor_reply_started (self->pipe, detail);
             free (detail);
@@ -224,7 +231,8 @@ mx_aggregator_actor (zsock_t *pipe, void *args)
     self->clock = self->args->clock;
     self->next_flush = INT64_MAX;
     self->last_flush = INT64_MIN;
-    self->delivery = mx_delivery_new (self->config, self->clock, ACTOR, self->config->kafka_topic_schd, "flush",
+    mx_config_topic (self->config, true, self->topic);
+    self->delivery = mx_delivery_new (self->config, self->clock, ACTOR, self->topic, "flush",
                                       s_settle, self);
 
     mx_actor_ops_t ops = { .command = s_command, .sources = s_sources, .deadline = s_deadline, .wake = s_wake };

@@ -29,6 +29,7 @@ typedef struct {
     bool started;
     PGconn *pg;
     const char *bootstrap;
+    char topic [MX_CONFIG_TOPIC_BUFSIZE];   //  mx_config_topic: suffixed on a shadow instance
     mx_delivery_t *delivery;    //  the producer and the batch out
     int64_t rounds;             //  full batches in this wake-up
     bool woken;                 //  EVENTS_COMMITTED while the batch was out
@@ -285,6 +286,12 @@ s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
         case MX_CMD_START: {
             self->bootstrap = self->args->kafka_bootstrap && *self->args->kafka_bootstrap
                             ? self->args->kafka_bootstrap : self->config->kafka_bootstrap_servers;
+            if (!mx_config_publishes (self->config)) {
+                mx_warn (ACTOR, "shadow mode (msgx.shadow-publish = false): nothing is published, "
+                                "%s events stay PENDING in this instance's outbox", "KAFKA:msg");
+                mx_actor_reply_started (self->pipe, "shadow mode: nothing is published (msgx.shadow-publish = false)");
+                break;
+            }
             char *error = NULL;
             if (mx_delivery_start (self->delivery, self->bootstrap, &error)) {
                 mx_actor_reply_failed (self->pipe, error);
@@ -293,7 +300,7 @@ s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
             }
             self->started = true;
             char *detail = zsys_sprintf ("KAFKA:msg to topic %s at %s; %" PRId64 " events a batch, up to %"
-                                         PRId64 " batches a wake-up", self->config->kafka_topic_msg,
+                                         PRId64 " batches a wake-up", self->topic,
                                          self->bootstrap, self->config->pipeline_delivery_batch,
                                          self->config->pipeline_delivery_drain_rounds);
             mx_actor_reply_started (self->pipe, detail);
@@ -369,7 +376,8 @@ mx_dispatcher_actor (zsock_t *pipe, void *args)
     self->failed_total = mx_delivery_events_failed ("KAFKA:msg");
     self->clock = self->args->clock;
     self->next_round = INT64_MAX;
-    self->delivery = mx_delivery_new (self->config, self->clock, ACTOR, self->config->kafka_topic_msg, "batch",
+    mx_config_topic (self->config, false, self->topic);
+    self->delivery = mx_delivery_new (self->config, self->clock, ACTOR, self->topic, "batch",
                                       s_settle, self);
     self->admin_waiting = zlist_new ();
 

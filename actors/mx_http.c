@@ -483,8 +483,8 @@ static enum MHD_Result
 s_live (s_http_t *self, struct MHD_Connection *connection)
 {
     return s_respond_json (connection, MHD_HTTP_OK,
-                           json_pack ("{s:s,s:s,s:{s:b}}", "status", "live", "role", self->role,
-                                      "pipeline", "paused", self->paused));
+                           json_pack ("{s:s,s:s,s:b,s:{s:b}}", "status", "live", "role", self->role,
+                                      "shadow", self->config->shadow, "pipeline", "paused", self->paused));
 }
 
 //  Each dependency as ok/required, and the names of the required ones
@@ -536,6 +536,8 @@ s_health (s_http_t *self, s_request_t *request)
                           "pipeline", "paused", self->paused, "down", "metrics", "error", error);
         free (error);
     }
+    //  A shadow instance's answer says so: no probe takes it for the live one.
+    json_object_set_new (body, "shadow", json_boolean (self->config->shadow));
     return s_respond_json (request->connection, status, body);
 }
 

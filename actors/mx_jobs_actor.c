@@ -13,6 +13,7 @@
 #include "mx_flight.h"
 #include "mx_log.h"
 #include "mx_pg.h"
+#include "mx_rawstore.h"
 
 #define ACTOR "jobs"
 //  Rows per transaction of every job.
@@ -21,7 +22,7 @@
 #define S_RETRY_MS (5 * 60 * 1000)
 #define S_DAY_MS (24LL * 3600 * 1000)
 
-typedef enum { S_IDLE, S_HISTORY, S_SNAP_LOG, S_ARCHIVE } s_step_t;
+typedef enum { S_IDLE, S_HISTORY, S_SNAP_LOG, S_ARCHIVE, S_RAW } s_step_t;
 
 typedef struct {
     zsock_t *pipe;
@@ -38,10 +39,12 @@ typedef struct {
     mx_jobs_history_t history;
     int64_t snap_log_before;
     int64_t archive_before;
+    int64_t raw_before;
     int64_t flights_moved;
     int64_t tombstones;
     int64_t snap_log_deleted;
     int64_t archived;
+    int64_t raw_deleted;
 } s_jobs_t;
 
 int64_t
@@ -81,7 +84,9 @@ s_begin_run (s_jobs_t *self)
     };
     self->snap_log_before = now - config->history_snap_log_retention_days * S_DAY_MS;
     self->archive_before = now - config->archive_after_days * S_DAY_MS;
-    self->flights_moved = self->tombstones = self->snap_log_deleted = self->archived = 0;
+    //  raw-retention 0 keeps nothing new; what was kept before goes now.
+    self->raw_before = now - config->pipeline_raw_retention;
+    self->flights_moved = self->tombstones = self->snap_log_deleted = self->archived = self->raw_deleted = 0;
     self->step = S_HISTORY;
 }
 
@@ -131,21 +136,30 @@ s_run_step (s_jobs_t *self, char **error)
                 return -1;
             self->archived += done;
             break;
+        case S_RAW:
+            if (mx_rawstore_sweep (self->pg, self->raw_before, S_BATCH, &done, error))
+                return -1;
+            self->raw_deleted += done;
+            break;
         case S_IDLE:
             assert (!"jobs: no step to run");
     }
     if (done == S_BATCH)
         return 0;
-    self->step = self->step == S_HISTORY ? S_SNAP_LOG : self->step == S_SNAP_LOG ? S_ARCHIVE : S_IDLE;
+    self->step = self->step == S_HISTORY ? S_SNAP_LOG : self->step == S_SNAP_LOG ? S_ARCHIVE
+               : self->step == S_ARCHIVE ? S_RAW : S_IDLE;
     if (self->step == S_IDLE) {
         mx_log_emit (MX_LOG_INFO, ACTOR,
-                     json_pack ("{s:I,s:I,s:I,s:I}", "flights_moved", (json_int_t) self->flights_moved,
+                     json_pack ("{s:I,s:I,s:I,s:I,s:I}", "flights_moved", (json_int_t) self->flights_moved,
                                 "tombstones", (json_int_t) self->tombstones,
                                 "snap_log_deleted", (json_int_t) self->snap_log_deleted,
-                                "archived", (json_int_t) self->archived),
+                                "archived", (json_int_t) self->archived,
+                                "raw_deleted", (json_int_t) self->raw_deleted),
                      "daily jobs done: %" PRId64 " flights to history (%" PRId64 " tombstones), %" PRId64
-                     " snapshot log rows deleted, %" PRId64 " proc_state rows archived",
-                     self->flights_moved, self->tombstones, self->snap_log_deleted, self->archived);
+                     " snapshot log rows deleted, %" PRId64 " proc_state rows archived, %" PRId64
+                     " retained raw texts expired",
+                     self->flights_moved, self->tombstones, self->snap_log_deleted, self->archived,
+                     self->raw_deleted);
         self->next_run = mx_jobs_next_run (self->zone, self->config->history_run_at, mx_clock_now (self->clock),
                                            self->last_day);
     }
@@ -165,7 +179,7 @@ s_turn (s_jobs_t *self)
         return;
     //  Committed batches stay; the run starts over later and finds only
     //  what is left.
-    const char *names [] = { "", "history sweep", "snapshot log retention", "archive" };
+    const char *names [] = { "", "history sweep", "snapshot log retention", "archive", "raw text retention" };
     mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:s}", "error_class", "INFRA"),
                  "%s failed: %s; the daily jobs run again in %d minutes", names [self->step],
                  error ? error : "unknown error", S_RETRY_MS / 60000);

@@ -312,6 +312,11 @@ s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
             }
             //  Registered now so a scrape shows them, unknown, from the start.
             mx_actors_register_metrics ();
+            //  A dashboard or alert tells a shadow instance's figures apart.
+            mx_metrics_gauge_set (mx_metrics_gauge ("msgx_shadow", "1 on a shadow instance (msgx.shadow): nothing "
+                                                    "shared is written, events go to the suffixed topics or nowhere",
+                                                    NULL),
+                                  self->config->shadow ? 1 : 0);
             mx_metrics_actor_publish (NULL);
             char *detail = zsys_sprintf ("serving snapshots on %s (cache %" PRId64 " ms)", endpoint,
                                          (int64_t) self->config->health_backlog_cache_ttl_ms);

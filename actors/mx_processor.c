@@ -26,6 +26,7 @@
 #include "mx_log.h"
 #include "mx_metrics.h"
 #include "mx_mailbox.h"
+#include "mx_rawstore.h"
 #include "mx_pg.h"
 #include "mx_procstate.h"
 #include "mx_requests.h"
@@ -498,12 +499,19 @@ s_prepare_one (s_processor_t *self, mx_apply_msg_t *m, s_result_t *result)
     }
     char *xml = NULL;
     size_t size = 0;
-    int raw = mx_mailbox_read (self->mailbox, msg_id, rules.max_bytes, &xml, &size, &error);
+    mx_raw_source_t source;
+    int raw = mx_rawstore_load (self->pg, self->mailbox, msg_id, rules.max_bytes, &xml, &size, &source, &error);
     if (raw < 0) {
-        char *text = zsys_sprintf ("mailbox read failed: %s", error);
+        char *text = zsys_sprintf ("raw text read failed: %s", error);
         free (error);
         *result = s_fail (self, msg_id, MX_ERR_INFRA, text);
         free (text);
+        return false;
+    }
+    if (source == MX_RAW_MAILBOX && xml && self->config->pipeline_raw_retention > 0
+    &&  mx_rawstore_keep (self->pg, msg_id, xml, size, now, &error)) {
+        free (xml);
+        *result = s_broken (msg_id, "cannot keep the raw text", error);
         return false;
     }
     s_decode (self, &rules, m, raw > 0, xml, size);
@@ -671,6 +679,8 @@ typedef struct {
     int *states, *attempts;
     mx_mailbox_text_t *raw;
     size_t raw_count;
+    int64_t *retained;          //  ids of the batch's range kept already, ascending
+    size_t retained_count;
     s_ahead_t *ahead;           //  the read-ahead, when it holds the batch
     mx_flightset_t *flights;
     int64_t now;
@@ -686,6 +696,7 @@ s_bulk_destroy (s_bulk_t *bulk)
     for (size_t r = 0; r < bulk->raw_count; r++)
         free (bulk->raw [r].xml);
     free (bulk->raw);
+    free (bulk->retained);
     free (bulk->items);
     free (bulk->messages);
     free (bulk->states);
@@ -693,11 +704,77 @@ s_bulk_destroy (s_bulk_t *bulk)
     mx_flightset_destroy (&bulk->flights);
 }
 
-//  The raw texts, decoded already if the read-ahead holds the batch, and
-//  the rows' states. The byte budget may shorten the batch (bulk->count):
-//  the rest comes with the next PROCESS. Only a batch full by count is
-//  read ahead of: one cut by the budget holds large messages, and memory
-//  comes first.
+static int
+s_by_id (const void *a, const void *b)
+{
+    int64_t x = ((const mx_mailbox_text_t *) a)->id, y = ((const mx_mailbox_text_t *) b)->id;
+    return (x > y) - (x < y);
+}
+
+//  The retained copies of the batch's range: a message read again (a
+//  replay) takes its text from there when the mailbox has lost the row,
+//  and is not kept twice. Usually none: one probe of the primary key.
+static int
+s_bulk_retained (s_processor_t *self, s_bulk_t *bulk, char **error)
+{
+    mx_mailbox_text_t *kept = NULL;
+    size_t kept_count = 0;
+    if (mx_rawstore_read_range (self->pg, bulk->ids [0], bulk->ids [bulk->count - 1],
+                                (size_t) self->config->codec_max_message_bytes, &kept, &kept_count, error))
+        return -1;
+    bulk->retained = (int64_t *) calloc (kept_count + 1, sizeof (int64_t));
+    assert (bulk->retained);
+    size_t added = 0, r = 0;
+    for (size_t k = 0; k < kept_count; k++) {
+        bulk->retained [bulk->retained_count++] = kept [k].id;
+        while (r < bulk->raw_count && bulk->raw [r].id < kept [k].id)
+            r++;
+        if (r < bulk->raw_count && bulk->raw [r].id == kept [k].id)
+            free (kept [k].xml);                //  the mailbox row says the same
+        else
+            kept [added++] = kept [k];
+    }
+    if (added) {
+        bulk->raw = (mx_mailbox_text_t *) realloc (bulk->raw, (bulk->raw_count + added) * sizeof (mx_mailbox_text_t));
+        assert (bulk->raw);
+        memcpy (bulk->raw + bulk->raw_count, kept, added * sizeof (mx_mailbox_text_t));
+        bulk->raw_count += added;
+        qsort (bulk->raw, bulk->raw_count, sizeof (mx_mailbox_text_t), s_by_id);
+    }
+    free (kept);
+    return 0;
+}
+
+//  Keeps the raw texts of the messages the batch settles that have no
+//  copy yet, in one COPY (before the events' COPY on the same connection).
+static int
+s_bulk_keep (s_processor_t *self, s_bulk_t *bulk, char **error)
+{
+    if (self->config->pipeline_raw_retention <= 0 || bulk->prefix == 0)
+        return 0;
+    mx_mailbox_text_t *rows = (mx_mailbox_text_t *) calloc (bulk->prefix + 1, sizeof (mx_mailbox_text_t));
+    assert (rows);
+    size_t count = 0, k = 0;
+    for (size_t i = 0; i < bulk->prefix; i++) {
+        const s_item_t *item = &bulk->items [i];
+        if (!item->present || !item->xml)
+            continue;
+        while (k < bulk->retained_count && bulk->retained [k] < item->m.msg_id)
+            k++;
+        if (k < bulk->retained_count && bulk->retained [k] == item->m.msg_id)
+            continue;
+        rows [count++] = (mx_mailbox_text_t) { item->m.msg_id, (char *) item->xml, item->size };
+    }
+    int rc = mx_rawstore_keep_many (self->pg, rows, count, bulk->now, error);
+    free (rows);
+    return rc;
+}
+
+//  The raw texts, decoded already if the read-ahead holds the batch, then
+//  the retained copies of the range, and the rows' states. The byte budget
+//  may shorten the batch (bulk->count): the rest comes with the next
+//  PROCESS. Only a batch full by count is read ahead of: one cut by the
+//  budget holds large messages, and memory comes first.
 static int
 s_bulk_read (s_processor_t *self, s_bulk_t *bulk, char **error)
 {
@@ -723,7 +800,9 @@ s_bulk_read (s_processor_t *self, s_bulk_t *bulk, char **error)
             return -1;
         bulk->count = s_ids_before (bulk->ids, bulk->count, until);
     }
-    return mx_bulk_start (self->pg, bulk->ids, bulk->count, bulk->states, bulk->attempts, error);
+    if (mx_bulk_start (self->pg, bulk->ids, bulk->count, bulk->states, bulk->attempts, error))
+        return -1;
+    return s_bulk_retained (self, bulk, error);
 }
 
 //  Decode in order, up to the first message the bulk path cannot settle
@@ -850,7 +929,7 @@ static int
 s_bulk_steps (s_processor_t *self, s_bulk_t *bulk, char **error)
 {
     int64_t *phase = bulk->phase;
-    if (s_bulk_identities (self, bulk, error))
+    if (s_bulk_identities (self, bulk, error) || s_bulk_keep (self, bulk, error))
         return -1;
     phase [3] = zclock_usecs ();
     for (size_t i = 0; i < bulk->prefix; i++)

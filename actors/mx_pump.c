@@ -20,6 +20,7 @@
 #include "mx_pg.h"
 #include "mx_processor.h"
 #include "mx_procstate.h"
+#include "mx_rawstore.h"
 #include "mx_sis.h"
 #include "mx_sis_body.h"
 #include "mx_tz.h"
@@ -205,7 +206,8 @@ s_flights_of (s_pump_t *self, int64_t msg_id)
     char *xml = NULL, *error = NULL;
     size_t size = 0;
     size_t max_bytes = (size_t) self->config->codec_max_message_bytes;
-    if (mx_mailbox_read (self->mailbox, msg_id, max_bytes, &xml, &size, &error) <= 0 || !xml) {
+    mx_raw_source_t source;
+    if (mx_rawstore_load (self->pg, self->mailbox, msg_id, max_bytes, &xml, &size, &source, &error) <= 0 || !xml) {
         free (error);
         return flights;
     }

@@ -7,6 +7,7 @@
 #include "mx_log.h"
 #include "mx_mailbox.h"
 #include "mx_pg.h"
+#include "mx_rawstore.h"
 #include "mx_readmodel.h"
 #include "mx_sis.h"
 #include "mx_sis_body.h"
@@ -172,6 +173,13 @@ s_status (s_reader_t *self)
         "pipeline", "paused", json_is_true (json_object_get (self->instance, "paused")),
         "actors", actors ? json_incref (actors) : json_array ());
     json_object_set_new (status, "pid", json_integer (getpid ()));
+    //  Where events go, so a shadow instance is never taken for the live one.
+    char topic_msg [MX_CONFIG_TOPIC_BUFSIZE], topic_schd [MX_CONFIG_TOPIC_BUFSIZE];
+    json_object_set_new (status, "shadow", json_boolean (self->config->shadow));
+    json_object_set_new (status, "topics", mx_config_publishes (self->config)
+        ? json_pack ("{s:s,s:s}", "msg", mx_config_topic (self->config, false, topic_msg),
+                     "schd", mx_config_topic (self->config, true, topic_schd))
+        : json_null ());
 
     char *error = NULL;
     const char *pg_state = "ok";
@@ -310,40 +318,45 @@ s_show_decode (s_reader_t *self, const char *xml, size_t size)
     return result;
 }
 
-//  The raw text of a message from the mailbox, and its decoded summary in
-//  *decoded; *in_mailbox says whether the mailbox has the row.
+//  The raw text of a message, from its retained copy or else the mailbox,
+//  and its decoded summary in *decoded; *found says whether either has it.
 static json_t *
-s_show_raw (s_reader_t *self, int64_t msg_id, json_t **decoded, bool *in_mailbox)
+s_show_raw (s_reader_t *self, PGconn *conn, int64_t msg_id, json_t **decoded, bool *found)
 {
     *decoded = json_null ();
-    *in_mailbox = false;
-    if (!self->config->mailbox_shared_mysql_enabled)
-        return json_pack ("{s:n,s:s}", "xml", "error", "mailbox disabled (mailbox.shared-mysql.enabled = false)");
-    if (!self->mailbox)
+    *found = false;
+    if (self->config->mailbox_shared_mysql_enabled && !self->mailbox)
         self->mailbox = mx_mailbox_new (self->config);
     char *xml = NULL, *error = NULL;
     size_t size = 0;
     size_t max_bytes = (size_t) self->config->codec_max_message_bytes;
     json_t *raw = NULL;
-    int found = mx_mailbox_read (self->mailbox, msg_id, max_bytes, &xml, &size, &error);
-    if (found < 0)
+    mx_raw_source_t source;
+    int rc = mx_rawstore_load (conn, self->config->mailbox_shared_mysql_enabled ? self->mailbox : NULL, msg_id,
+                               max_bytes, &xml, &size, &source, &error);
+    if (rc < 0)
         raw = json_pack ("{s:n,s:s}", "xml", "error", error ? error : "mailbox unreachable");
     else
-    if (found == 0)
-        raw = json_pack ("{s:n,s:s}", "xml", "error", "no such row in CMINMSGS");
+    if (rc == 0)
+        raw = json_pack ("{s:n,s:s}", "xml", "error",
+                         self->config->mailbox_shared_mysql_enabled
+                         ? "not retained and no such row in CMINMSGS"
+                         : "not retained (and mailbox disabled: mailbox.shared-mysql.enabled = false)");
     else
     if (!xml) {
         char *why = zsys_sprintf ("%zu bytes: larger than msgx.codec.max-message-bytes (%zu)", size, max_bytes);
-        raw = json_pack ("{s:n,s:I,s:s}", "xml", "bytes", (json_int_t) size, "error", why);
+        raw = json_pack ("{s:n,s:I,s:s,s:s}", "xml", "bytes", (json_int_t) size,
+                         "source", mx_rawstore_source_name (source), "error", why);
         free (why);
-        *in_mailbox = true;
+        *found = true;
     }
     else {
-        *in_mailbox = true;
+        *found = true;
         //  json_stringn refuses text that is not UTF-8: say so rather
         //  than guess at the bytes.
         json_t *text = json_stringn (xml, size);
-        raw = json_pack ("{s:o,s:I}", "xml", text ? text : json_null (), "bytes", (json_int_t) size);
+        raw = json_pack ("{s:o,s:I,s:s}", "xml", text ? text : json_null (), "bytes", (json_int_t) size,
+                         "source", mx_rawstore_source_name (source));
         if (!text)
             json_object_set_new (raw, "error", json_string ("not valid UTF-8: shown in the decoded summary only"));
         json_decref (*decoded);
@@ -381,10 +394,11 @@ s_show (s_reader_t *self, json_t *args, char **payload)
     free (row_text);
     free (events_text);
     json_t *decoded = NULL;
-    bool in_mailbox = false;
-    json_t *raw = s_show_raw (self, msg_id, &decoded, &in_mailbox);
-    if (!row && !in_mailbox) {
-        *payload = zsys_sprintf ("no message %" PRId64 ": not in proc_state, its archive or the mailbox", msg_id);
+    bool found = false;
+    json_t *raw = s_show_raw (self, conn, msg_id, &decoded, &found);
+    if (!row && !found) {
+        *payload = zsys_sprintf ("no message %" PRId64 ": not in proc_state, its archive, the retained texts"
+                                 " or the mailbox", msg_id);
         json_decref (events);
         json_decref (raw);
         json_decref (decoded);

@@ -437,6 +437,14 @@ s_print_status (json_t *status)
             s_text (json_object_get (status, "role"), "?"),
             json_integer_value (json_object_get (status, "pid")),
             s_text (json_object_get (status, "instance"), "?"), uptime);
+    if (json_is_true (json_object_get (status, "shadow"))) {
+        json_t *topics = json_object_get (status, "topics");
+        if (json_is_object (topics))
+            printf ("shadow      SHADOW instance: nothing written to the shared mailbox; events to %s and %s\n",
+                    s_text (json_object_get (topics, "msg"), "?"), s_text (json_object_get (topics, "schd"), "?"));
+        else
+            printf ("shadow      SHADOW instance: nothing written to the shared mailbox; no event published\n");
+    }
 
     json_t *pipeline = json_object_get (status, "pipeline");
     printf ("pipeline    %s; actors:", json_is_true (json_object_get (pipeline, "paused")) ? "paused" : "running");
@@ -665,8 +673,11 @@ s_print_show (json_t *reply)
 
     json_t *raw = json_object_get (reply, "raw");
     if (json_is_string (json_object_get (raw, "xml")))
-        printf ("raw XML (%" JSON_INTEGER_FORMAT " bytes, as received):\n%s\n",
-                json_integer_value (json_object_get (raw, "bytes")), json_string_value (json_object_get (raw, "xml")));
+        printf ("raw XML (%" JSON_INTEGER_FORMAT " bytes, as received; from the %s):\n%s\n",
+                json_integer_value (json_object_get (raw, "bytes")),
+                strcmp (s_text (json_object_get (raw, "source"), "mailbox"), "retention") == 0
+                ? "retained copy" : "mailbox",
+                json_string_value (json_object_get (raw, "xml")));
     else
         printf ("raw XML     unavailable: %s\n", s_text (json_object_get (raw, "error"), "?"));
 }
@@ -883,6 +894,11 @@ s_watch_draw (s_watch_t *self, json_t *status, const char *endpoint)
         snprintf (unmarked_text, sizeof unmarked_text, "%" JSON_INTEGER_FORMAT,
                   json_integer_value (json_object_get (backlog_json, "unmarked")));
     const char *role = s_text (json_object_get (status, "role"), "?");
+    char shadow_role [64];
+    if (json_is_true (json_object_get (status, "shadow"))) {
+        snprintf (shadow_role, sizeof shadow_role, "%s-SHADOW", role);
+        role = shadow_role;
+    }
     bool paused = json_is_true (json_object_get (json_object_get (status, "pipeline"), "paused"));
     int percent = (int) (progress * 100.0);
 

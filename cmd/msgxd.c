@@ -167,6 +167,9 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
     S_ADVICE (pipeline_late_detect_ids) =
         "Bounds one round's mailbox reads (pages of 256 IDs); every ID of every released hole is "
         "still covered, a wide one over several rounds. Rarely changed.",
+    S_ADVICE (pipeline_raw_retention) =
+        "Long enough to repeat any replay, shadow run or comparison you may need (7d covers a week "
+        "of cutover work); each message costs about its compressed size (docs/performance.md).",
     S_ADVICE (pipeline_ignore_types) =
         "Change only with the integration team: a listed type never reaches Kafka.",
     S_ADVICE (operation_day_zone) =
@@ -215,6 +218,11 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
     S_ADVICE (shadow) =
         "true on a shadow instance that reads the production mailbox beside the live system: it "
         "writes no mark, no compat row and no request.",
+    S_ADVICE (shadow_topic_suffix) =
+        "Keep the default unless the shadow topics need another name; never empty on a shadow "
+        "instance (it would publish to the production topics, which msgxd refuses).",
+    S_ADVICE (shadow_publish) =
+        "false when the shadow run is compared from the database alone and no topic should be written.",
     S_ADVICE (requests_timeout) =
         "Match the upstream's usual answer time for schedule and reference requests.",
     S_ADVICE (requests_daily_schedule_at) =
@@ -760,9 +768,18 @@ main (int argc, char **argv)
     }
     zsys_handler_set (NULL);
     zsys_init ();
+    mx_log_set_shadow (config->shadow);
     mx_log_start (2, 65536);
     mx_info (ACTOR, "msgxd %s (commit %s) starting: profile %s, pid %d", MX_VERSION, MX_COMMIT,
              config->profile, (int) getpid ());
+    char topic_msg [MX_CONFIG_TOPIC_BUFSIZE], topic_schd [MX_CONFIG_TOPIC_BUFSIZE];
+    mx_config_topic (config, false, topic_msg);
+    mx_config_topic (config, true, topic_schd);
+    if (config->shadow)
+        mx_warn (ACTOR, "SHADOW instance: nothing is written to the shared mailbox; %s%s%s%s",
+                 mx_config_publishes (config) ? "events go to the shadow topics " : "no event is published",
+                 mx_config_publishes (config) ? topic_msg : "", mx_config_publishes (config) ? " and " : "",
+                 mx_config_publishes (config) ? topic_schd : "");
 
     int exit_code = 0;
     mx_kafka_embedded_t *kafka = NULL;
@@ -771,7 +788,7 @@ main (int argc, char **argv)
         kafka_description = zsys_sprintf ("brokers %s", config->kafka_bootstrap_servers);
     else {
         //  Validation already refused prod without brokers.
-        const char *topics [] = { config->kafka_topic_msg, config->kafka_topic_schd, NULL };
+        const char *topics [] = { topic_msg, topic_schd, NULL };
         char *error = NULL;
         kafka = mx_kafka_embedded_new (1, topics, 3, &error);
         if (!kafka) {

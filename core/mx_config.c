@@ -1472,6 +1472,49 @@ s_check_topic (const mx_config_t *self, zlist_t *errors, int idx)
                    "not a Kafka topic name (1..249 of letters, digits, '.', '_', '-')");
 }
 
+const char *
+mx_config_topic (const mx_config_t *self, bool schd, char buf [MX_CONFIG_TOPIC_BUFSIZE])
+{
+    snprintf (buf, MX_CONFIG_TOPIC_BUFSIZE, "%s%s", schd ? self->kafka_topic_schd : self->kafka_topic_msg,
+              self->shadow ? self->shadow_topic_suffix : "");
+    return buf;
+}
+
+bool
+mx_config_publishes (const mx_config_t *self)
+{
+    return !self->shadow || self->shadow_publish;
+}
+
+//  A shadow instance never publishes to the production topics: its topics
+//  carry the suffix, which must keep them valid names.
+static void
+s_check_shadow (const mx_config_t *self, zlist_t *errors)
+{
+    if (!self->shadow || !self->shadow_publish)
+        return;
+    if (*self->shadow_topic_suffix == '\0') {
+        s_problem (self, errors, S_IDX (shadow_topic_suffix),
+                   "msgx.shadow = true would publish to the production topics: set a suffix"
+                   " (e.g. .shadow) or msgx.shadow-publish = false");
+        return;
+    }
+    char topic [MX_CONFIG_TOPIC_BUFSIZE];
+    for (int schd = 0; schd < 2; schd++) {
+        mx_config_topic (self, schd, topic);
+        size_t length = strlen (topic);
+        bool valid = length <= 249;
+        for (const char *scan = self->shadow_topic_suffix; *scan && valid; scan++)
+            valid = isalnum ((unsigned char) *scan) || strchr ("._-", *scan);
+        if (!valid) {
+            s_problem (self, errors, S_IDX (shadow_topic_suffix),
+                       "makes no Kafka topic name of the production ones (letters, digits, '.', '_', '-';"
+                       " 249 in all)");
+            return;
+        }
+    }
+}
+
 static void
 s_check_cutover (const mx_config_t *self, zlist_t *errors)
 {
@@ -1847,6 +1890,7 @@ mx_config_validate (const mx_config_t *self, zlist_t *errors)
     if (streq (self->kafka_topic_msg, self->kafka_topic_schd))
         s_problem (self, problems, S_IDX (kafka_topic_schd),
                    "must differ from msgx.kafka.topic.msg (it is log-compacted)");
+    s_check_shadow (self, problems);
     if (!streq (self->kafka_acks, "all") && !streq (self->kafka_acks, "-1"))
         s_problem (self, problems, S_IDX (kafka_acks),
                    "weakens producer safety; must be all (or -1)");

@@ -118,6 +118,16 @@ void mx_config_print_man (FILE *out);
 //  fit. Does not check that key exists.
 const char *mx_config_env_name (const char *key, char *buf, size_t size);
 
+//  The Kafka topic of KAFKA:msg (schd false) or KAFKA:schd (schd true) as
+//  msgxd publishes to it: the configured name, with msgx.shadow-topic-suffix
+//  appended on a shadow instance. The one place that decides it. Returns buf.
+#define MX_CONFIG_TOPIC_BUFSIZE 512
+const char *mx_config_topic (const mx_config_t *self, bool schd, char buf [MX_CONFIG_TOPIC_BUFSIZE]);
+
+//  False only on a shadow instance with msgx.shadow-publish = false: its
+//  events stay in its own outbox and no topic is written.
+bool mx_config_publishes (const mx_config_t *self);
+
 //  Parse a duration as the config does. bare_ms: a bare number means
 //  milliseconds (keys ending "-ms"); otherwise a unit is required (except
 //  for 0). Returns 0 or -1.

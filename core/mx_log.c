@@ -58,6 +58,7 @@ static struct {
 static _Atomic size_t s_actor_level_count = 0;
 static pthread_mutex_t s_actor_levels_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic bool s_journal = false;
+static _Atomic bool s_shadow = false;
 static _Atomic uint64_t s_dropped = 0;
 
 static void
@@ -429,9 +430,13 @@ s_journal_entry (mx_log_level_t level, const char *actor, json_t *message, json_
     fprintf (stream, "PRIORITY=%d%c", s_priorities [level], 0);
     fprintf (stream, "SYSLOG_IDENTIFIER=%s%c", program_invocation_short_name, 0);
     fprintf (stream, "ACTOR=%s%c", actor, 0);
+    int count = 4;
+    if (atomic_load (&s_shadow)) {
+        fprintf (stream, "SHADOW=true%c", 0);
+        count++;
+    }
     const char *key;
     json_t *value;
-    int count = 4;
     json_object_foreach (fields, key, value) {
         char name [64];
         s_field_name (key, name, sizeof name);
@@ -470,6 +475,8 @@ s_json_entry (mx_log_level_t level, const char *actor, json_t *message, json_t *
     json_object_set_new (line, "level", json_string (s_level_names [level]));
     json_object_set_new (line, "actor", json_string (actor));
     json_object_set (line, "msg", message);
+    if (atomic_load (&s_shadow))
+        json_object_set_new (line, "shadow", json_true ());
     if (fields)
         json_object_update_missing (line, fields);
     char *dumped = json_dumps (line, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -481,6 +488,12 @@ s_json_entry (mx_log_level_t level, const char *actor, json_t *message, json_t *
     s_entry_t *entry = s_entry (false, dumped, size + 1);
     free (dumped);
     return entry;
+}
+
+void
+mx_log_set_shadow (bool shadow)
+{
+    atomic_store (&s_shadow, shadow);
 }
 
 static void

@@ -66,6 +66,9 @@ int mx_log_set_actor_level (const char *actor, int level);
 void mx_log_clear_actor_levels (void);
 //  {"level": global, "actors": {name: level, ...}} (new reference).
 json_t *mx_log_levels (void);
+//  A shadow instance: every line carries "shadow":true (SHADOW=true in the
+//  journal), so no line of a shadow run passes for the live system's.
+void mx_log_set_shadow (bool shadow);
 //  "debug" | "info" | "warn" | "error"; returns -1 for anything else.
 int mx_log_level_parse (const char *text, mx_log_level_t *level);
 

@@ -273,6 +273,15 @@ msgx
         #   rounds. Rarely changed.
         late-detect-ids = 10000
 
+        #   how long a compressed copy of each processed message's raw text is
+        #   kept in PostgreSQL; 0 = none.
+        #   Duration (500ms, 30s, 10m, 2h, 30d); default 7d; environment
+        #   MSGX_PIPELINE_RAW_RETENTION.
+        #   Long enough to repeat any replay, shadow run or comparison you may
+        #   need (7d covers a week of cutover work); each message costs about
+        #   its compressed size (docs/performance.md).
+        raw-retention = 7d
+
         #   message TYPEs that end as SKIPPED(ignored:TYPE).
         #   Comma-separated words; default LDM,REGN,RSTA,EROR; environment
         #   MSGX_PIPELINE_IGNORE_TYPES.
@@ -419,6 +428,21 @@ msgx
     #   true on a shadow instance that reads the production mailbox beside the
     #   live system: it writes no mark, no compat row and no request.
     shadow = false
+
+    #   shadow mode: appended to both Kafka topic names, so nothing reaches the
+    #   production topics.
+    #   Text; default .shadow; environment MSGX_SHADOW_TOPIC_SUFFIX.
+    #   Keep the default unless the shadow topics need another name; never empty
+    #   on a shadow instance (it would publish to the production topics, which
+    #   msgxd refuses).
+    shadow-topic-suffix = .shadow
+
+    #   shadow mode: false publishes nothing at all (the events stay PENDING in
+    #   the instance's own outbox).
+    #   True or false; default true; environment MSGX_SHADOW_PUBLISH.
+    #   false when the shadow run is compared from the database alone and no
+    #   topic should be written.
+    shadow-publish = true
 
     requests
         #   an open request without answer expires after this.

@@ -15,3 +15,9 @@ mx_add_test(test_event_replay
   LABELS integration)
 add_dependencies(test_event_replay msgxctl)
 set_tests_properties(test_event_replay PROPERTIES RUN_SERIAL TRUE)
+# A shadow instance: the shared mailbox untouched, the production topics
+# empty, the suffixed ones filled (or none with msgx.shadow-publish=false).
+mx_add_test(test_shadow
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_shadow.c
+  LIBS mx_testactor mx_gen PkgConfig::RDKAFKA PkgConfig::JANSSON
+  LABELS integration)

@@ -18,6 +18,7 @@
 #include "mx_migrate.h"
 #include "mx_pg.h"
 #include "mx_procstate.h"
+#include "mx_rawstore.h"
 #include "mx_testactor.h"
 #include "mx_testenv.h"
 #include "mx_tz.h"
@@ -102,7 +103,10 @@ static const char *s_data_sql =
     " (4, 'SUCCEEDED', NULL, NULL, '2026-01-10 00:00Z', NULL, '2026-01-10 00:00Z', NULL, NULL);"
     "INSERT INTO proc_state (msg_id, state, attempts, error_class, updated_at) VALUES"
     " (5, 'FAILED', 1, 'INFRA', '2025-11-01 00:00Z');"
-    "INSERT INTO proc_state (msg_id, state, updated_at) VALUES (6, 'PENDING', '2025-11-01 00:00Z');";
+    "INSERT INTO proc_state (msg_id, state, updated_at) VALUES (6, 'PENDING', '2025-11-01 00:00Z');"
+    //  retained raw texts: 7 days back is 2026-01-12 19:30Z
+    "INSERT INTO raw_message (msg_id, kept_at, raw) VALUES"
+    " (21, '2026-01-01 00:00Z', '<MSG/>'), (22, '2026-01-12 00:00Z', '<MSG/>'), (23, '2026-01-18 00:00Z', '<MSG/>');";
 
 static void
 s_set (mx_config_t *config, const char *key, const char *value)
@@ -222,6 +226,9 @@ test_daily_run_moves_history_trims_log_and_archives (void **state)
                         " || ' ' || (backfill_at = '2025-12-01 00:00Z') FROM proc_state_hst WHERE msg_id = 1",
                     "AODB|FLOP|UPD|1 true true");
     mx_testpg_expect (fx->conn, "SELECT backfill_abandoned_reason FROM proc_state_hst WHERE msg_id = 2", "MISSING");
+    //  Raw retention, the run's last step: only the copies past 7 days go.
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 1 FROM raw_message");
+    mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id::text, ',') FROM raw_message", "23");
     //  The identity outlives the archive: a new message with the same
     //  business identity is still found to be a duplicate of 1.
     mx_testpg_exec (fx->conn, "INSERT INTO proc_state (msg_id) VALUES (7)");
@@ -302,6 +309,19 @@ test_batches_are_bounded_and_skip_held_rows (void **state)
     assert_int_equal (moved, 1);
     assert_int_equal (mx_jobs_snap_log_batch (conn, T0 - 90 * DAY_MS, 1, &moved, &error), 0);
     assert_int_equal (moved, 0);
+
+    //  Raw retention: the processor holds 22 (a replay reads it): skipped.
+    assert_int_equal (mx_pg_begin (processor, &error), 0);
+    assert_int_equal (mx_pg_exec (processor, "SELECT 1 FROM raw_message WHERE msg_id = 22 FOR UPDATE", 0, NULL,
+                                  NULL, &error), 0);
+    assert_int_equal (mx_rawstore_sweep (conn, T0 - 7 * DAY_MS, 1, &moved, &error), 0);
+    assert_int_equal (moved, 1);
+    assert_int_equal (mx_rawstore_sweep (conn, T0 - 7 * DAY_MS, 1, &moved, &error), 0);
+    assert_int_equal (moved, 0);
+    assert_int_equal (mx_pg_commit (processor, &error), 0);
+    assert_int_equal (mx_rawstore_sweep (conn, T0 - 7 * DAY_MS, 5, &moved, &error), 0);
+    assert_int_equal (moved, 1);
+    mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id::text, ',') FROM raw_message", "23");
     assert_null (error);
     mx_pg_disconnect (&conn);
     mx_pg_disconnect (&processor);

@@ -26,6 +26,7 @@
 #include "mx_processor.h"
 #include "mx_procstate.h"
 #include "mx_pump.h"
+#include "mx_rawstore.h"
 #include "mx_testactor.h"
 #include "mx_testenv.h"
 
@@ -622,6 +623,80 @@ test_replay_moves_exhausted_rows_back_and_they_run_again (void **state)
     zactor_destroy (&fx->control);
 }
 
+
+//  ---------------------------------------------------------------------
+//  Raw retention: a processed message's text outlives its mailbox row
+//  for msgx.pipeline.raw-retention, then it is gone (raw-missing).
+
+static void
+test_retained_raw_text_outlives_the_mailbox_row (void **state)
+{
+    fixture_t *fx = *state;
+    char xml [512], ldm [512];
+    s_insert (fx, 1, s_schs (1, xml, sizeof xml));         //  one by one: UNSUPPORTED
+    s_insert (fx, 2, s_ldm (2, ldm, sizeof ldm));          //  the batch path: SKIPPED
+    assert_int_equal (mx_config_set (fx->config, "msgx.pipeline.max-attempts", "1", NULL), 0);
+    s_start (fx, &fx->args);
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 2 FROM mx_test_order");
+    char expected [64];
+    snprintf (expected, sizeof expected, "1,2 %zu", strlen (ldm));
+    mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id::text, ',' ORDER BY msg_id)"
+                        " || ' ' || max (octet_length (raw) * (msg_id = 2)::int) FROM raw_message", expected);
+    //  The mailbox owner purges the marked rows.
+    s_mailbox_sql (fx, "DELETE FROM CMINMSGS WHERE CMINMSGS_ID IN (1, 2)");
+
+    char *payload = NULL;
+    char *verdict = s_admin (fx, "show", "{\"msg_id\":2}", &payload);
+    assert_string_equal (verdict, "OK");
+    json_t *reply = json_loads (payload, 0, NULL);
+    json_t *raw = json_object_get (reply, "raw");
+    assert_string_equal (json_string_value (json_object_get (raw, "source")), "retention");
+    assert_string_equal (json_string_value (json_object_get (raw, "xml")), ldm);
+    assert_string_equal (json_string_value (json_object_get (json_object_get (reply, "decoded"), "type")), "LDM");
+    json_decref (reply);
+    zstr_free (&verdict);
+    zstr_free (&payload);
+
+    //  Replayed from the retained copy: unsupported again, not raw-missing;
+    //  the dry run names its flight from the copy too.
+    verdict = s_admin (fx, "replay", "{\"ids\":[1],\"dry_run\":true}", &payload);
+    assert_string_equal (verdict, "OK");
+    assert_non_null (strstr (payload, "\"flid\":1001"));
+    zstr_free (&verdict);
+    zstr_free (&payload);
+    verdict = s_admin (fx, "replay", "{\"ids\":[1],\"yes\":true,\"os_user\":\"ops\"}", &payload);
+    assert_string_equal (verdict, "OK");
+    zstr_free (&verdict);
+    zstr_free (&payload);
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 3 FROM mx_test_order");
+    mx_testpg_expect (fx->conn, "SELECT state || ' ' || error_class || ' ' || (last_error LIKE '%raw-missing%')"
+                        " FROM proc_state WHERE msg_id = 1", "DEAD EXHAUSTED false");
+    mx_testpg_expect (fx->conn, "SELECT count(*) FROM raw_message", "2");
+
+    //  Eight days later the jobs' sweep (7d by default) removes both
+    //  copies: a replay now ends DEAD(raw-missing).
+    mx_clock_advance (fx->clock, 8 * 24 * 3600 * 1000LL);
+    int deleted = 0;
+    char *error = NULL;
+    if (mx_rawstore_sweep (fx->conn, mx_clock_now (fx->clock) - fx->config->pipeline_raw_retention, 500,
+                           &deleted, &error))
+        fail_msg ("sweep: %s", error);
+    assert_int_equal (deleted, 2);
+    verdict = s_admin (fx, "replay", "{\"ids\":[1],\"yes\":true,\"os_user\":\"ops\"}", &payload);
+    assert_string_equal (verdict, "OK");
+    zstr_free (&verdict);
+    zstr_free (&payload);
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 4 FROM mx_test_order");
+    mx_testpg_expect (fx->conn, "SELECT state || ' ' || error_class || ' ' || outcome FROM proc_state WHERE msg_id = 1",
+                      "DEAD MALFORMED raw-missing");
+    verdict = s_admin (fx, "show", "{\"msg_id\":2}", &payload);
+    assert_string_equal (verdict, "OK");
+    assert_non_null (strstr (payload, "not retained and no such row in CMINMSGS"));
+    zstr_free (&verdict);
+    zstr_free (&payload);
+    zactor_destroy (&fx->control);
+}
+
 //  ---------------------------------------------------------------------
 //  Mutual exclusion of replay, backfill marking and poison escalation,
 //  with the interleaving forced on two connections.
@@ -691,6 +766,7 @@ main (void)
         cmocka_unit_test_setup_teardown (test_compat_row_above_w_waits_for_the_watermark, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_replay_moves_exhausted_rows_back_and_they_run_again, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_replay_and_backfill_never_interleave, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_retained_raw_text_outlives_the_mailbox_row, s_setup, s_teardown),
     };
     int failed = cmocka_run_group_tests (tests, NULL, NULL);
     zsys_shutdown ();

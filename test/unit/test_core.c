@@ -132,6 +132,28 @@ test_log_lines_are_json (void **state)
     free (text);
 }
 
+//  A shadow instance's lines all say so.
+static void
+test_log_lines_of_a_shadow_say_so (void **state)
+{
+    (void) state;
+    int fds [2];
+    assert_int_equal (pipe (fds), 0);
+    mx_log_set_shadow (true);
+    assert_int_equal (mx_log_start (fds [1], 64), 0);
+    mx_info ("processor", "one");
+    mx_log_stop ();
+    mx_log_set_shadow (false);
+    close (fds [1]);
+    char *text = s_read_all (fds [0]);
+    close (fds [0]);
+    json_t *line = json_loads (text, JSON_DISABLE_EOF_CHECK, NULL);
+    assert_non_null (line);
+    assert_true (json_is_true (json_object_get (line, "shadow")));
+    json_decref (line);
+    free (text);
+}
+
 //  A sink nobody reads: the writer thread blocks in write(), producers must
 //  not. Every call returns; what does not fit is dropped and counted.
 static void
@@ -409,6 +431,7 @@ main (void)
         cmocka_unit_test (test_system_clock_is_wall_time),
         cmocka_unit_test (test_backoff_list_and_cap),
         cmocka_unit_test (test_log_lines_are_json),
+        cmocka_unit_test (test_log_lines_of_a_shadow_say_so),
         cmocka_unit_test (test_log_never_blocks_on_a_stuck_sink),
         cmocka_unit_test (test_log_level_parse),
         cmocka_unit_test (test_log_level_per_actor),
