@@ -924,6 +924,19 @@ s_bulk_report (const s_bulk_t *bulk)
                  phase [5] - phase [4], phase [6] - phase [5], phase [7] - phase [6], phase [8] - phase [7]);
 }
 
+//  Decoded and kept (s_bulk_keep): the texts are not needed any more, and
+//  the batch's memory is the decoded bodies from here on.
+static void
+s_bulk_release_texts (s_bulk_t *bulk)
+{
+    for (size_t i = 0; i < bulk->prefix; i++)
+        bulk->items [i].xml = NULL;
+    for (size_t r = 0; r < bulk->raw_count; r++) {
+        free (bulk->raw [r].xml);
+        bulk->raw [r].xml = NULL;
+    }
+}
+
 //  Load, apply, write: the batch's steps after its messages are decoded.
 static int
 s_bulk_steps (s_processor_t *self, s_bulk_t *bulk, char **error)
@@ -931,6 +944,7 @@ s_bulk_steps (s_processor_t *self, s_bulk_t *bulk, char **error)
     int64_t *phase = bulk->phase;
     if (s_bulk_identities (self, bulk, error) || s_bulk_keep (self, bulk, error))
         return -1;
+    s_bulk_release_texts (bulk);
     phase [3] = zclock_usecs ();
     for (size_t i = 0; i < bulk->prefix; i++)
         s_want_flights (bulk->flights, bulk->messages [i]);
@@ -988,11 +1002,6 @@ s_bulk (s_processor_t *self, const int64_t *ids, size_t count, size_t *applied)
                              ? 0 : 2 * self->batch_hint;
         bulk.phase [1] = zclock_usecs ();
         s_bulk_decode (self, &bulk);
-        //  Decoded: the texts are not needed any more.
-        for (size_t r = 0; r < bulk.raw_count; r++) {
-            free (bulk.raw [r].xml);
-            bulk.raw [r].xml = NULL;
-        }
         bulk.phase [2] = zclock_usecs ();
         if (bulk.prefix > 0 && s_bulk_steps (self, &bulk, &error)) {
             mx_warn (ACTOR, "writing a batch of %zu failed: %s; redoing it message by message", bulk.prefix, error);
