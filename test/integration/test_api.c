@@ -9,6 +9,8 @@
     - bad paths and parameters -> 400/404 JSON with a reason; a page over
       msgx.api.page-size is refused and counted in msgx_api_requests_total
     - every answer valid against docs/api/openapi.json (mx-validate-api)
+    - msgxctl flight FLID --history on both: the same state, the messages
+      and events of the outbox
 */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -193,6 +195,68 @@ s_summarize (json_t *flights, zchunk_t *out)
     }
 }
 
+static void
+s_expect_sql (fixture_t *fx, const char *sql, const char *got, const char *what)
+{
+    char *expected = mx_testpg_value (fx->conn, sql);
+    if (strcmp (expected ? expected : "", got) != 0)
+        fail_msg ("%s: the API says\n  %.400s\nthe database\n  %.400s", what, got, expected);
+    free (expected);
+}
+
+//  msgxctl flight FLID --history against the daemon named name: its state
+//  equals expected, its messages and events equal the outbox's rows.
+static void
+s_ctl_flight (fixture_t *fx, const char *name, const char *flid, json_t *expected)
+{
+    char msgxctl [1200];
+    snprintf (msgxctl, sizeof msgxctl, "%s/cmd/msgxctl", fx->build);
+    char *endpoint = zsys_sprintf ("ipc://%s/admin-%s.sock", fx->dir, name);
+    const char *argv [] = { msgxctl, "--endpoint", endpoint, "flight", flid, "--history", "--json", NULL };
+    char *out = NULL, *err = NULL;
+    if (mx_testproc_run (argv, NULL, WAIT_MS, &out, &err) != 0)
+        fail_msg ("msgxctl flight %s: %s%s", flid, out, err);
+    json_t *reply = json_loads (out, 0, NULL);
+    assert_non_null (reply);
+    assert_true (json_equal (json_object_get (reply, "state"), expected));
+    zchunk_t *ids = zchunk_new (NULL, 0);
+    size_t i;
+    json_t *message;
+    json_array_foreach (json_object_get (reply, "messages"), i, message) {
+        char item [64];
+        snprintf (item, sizeof item, "%s%" JSON_INTEGER_FORMAT ":%" JSON_INTEGER_FORMAT, i ? "," : "",
+                  json_integer_value (json_object_get (message, "msg_id")),
+                  json_integer_value (json_object_get (message, "state_version")));
+        zchunk_extend (ids, item, strlen (item));
+        assert_true (json_is_string (json_object_get (message, "type")));
+        assert_true (json_is_array (json_object_get (message, "changed")));
+    }
+    zchunk_extend (ids, "", 1);
+    char *sql = zsys_sprintf ("SELECT string_agg (msg_id || ':' || state_version, ',' ORDER BY event_id)"
+                              "  FROM msg_event WHERE flid = %s AND target = 'KAFKA:msg'", flid);
+    s_expect_sql (fx, sql, (char *) zchunk_data (ids), "messages of msgxctl flight");
+    free (sql);
+    sql = zsys_sprintf ("SELECT count(*) FROM msg_event WHERE flid = %s", flid);
+    char count [32];
+    snprintf (count, sizeof count, "%zu", json_array_size (json_object_get (reply, "events")));
+    s_expect_sql (fx, sql, count, "events of msgxctl flight");
+    print_message ("msgxctl flight %s on %s: %zu messages, %s events\n", flid, name,
+                   json_array_size (json_object_get (reply, "messages")), count);
+    free (sql);
+    zchunk_destroy (&ids);
+    json_decref (reply);
+    free (out);
+    free (err);
+    //  The human form names the flight and lists what changed it.
+    const char *human [] = { msgxctl, "--endpoint", endpoint, "flight", flid, "--history", NULL };
+    assert_int_equal (mx_testproc_run (human, NULL, WAIT_MS, &out, &err), 0);
+    if (!strstr (out, "flight      ") || !strstr (out, "that changed it") || !strstr (out, "events      "))
+        fail_msg ("msgxctl flight %s:\n%s", flid, out);
+    free (out);
+    free (err);
+    free (endpoint);
+}
+
 //  Every page of path (a /flights query), as "flid:version,..." (malloc'd).
 static char *
 s_all_pages (fixture_t *fx, int port, const char *path, int *pages)
@@ -218,15 +282,6 @@ s_all_pages (fixture_t *fx, int port, const char *path, int *pages)
     char *text = strdup ((char *) zchunk_data (out));
     zchunk_destroy (&out);
     return text;
-}
-
-static void
-s_expect_sql (fixture_t *fx, const char *sql, const char *got, const char *what)
-{
-    char *expected = mx_testpg_value (fx->conn, sql);
-    if (strcmp (expected ? expected : "", got) != 0)
-        fail_msg ("%s: the API says\n  %.400s\nthe database\n  %.400s", what, got, expected);
-    free (expected);
 }
 
 static void
@@ -330,6 +385,7 @@ test_read_api (void **state)
     assert_null (again);
     assert_int_equal (s_get (fx, api_a, path, "\"0\"", NULL, &again, NULL, 0), 200);
     json_decref (again);
+    s_ctl_flight (fx, "a", flid, body);
 
     //  A reference list equals ref_master.
     char *list = mx_testpg_value (fx->conn, "SELECT min (rtype) FROM ref_master");
@@ -396,6 +452,7 @@ test_read_api (void **state)
     assert_true (json_equal (from_standby, body));
     assert_string_equal (standby_etag, etag);
     assert_int_equal (s_get (fx, api_b, path, etag, NULL, &again, NULL, 0), 304);
+    s_ctl_flight (fx, "b", flid, body);
     got = s_all_pages (fx, api_b, "/flights?day=" DAY, &pages);
     s_expect_sql (fx, "SELECT string_agg (flid || ':' || state_version, ',' ORDER BY flid) FROM flight_schd"
                       " WHERE operation_day = '" DAY "'", got, "the day from the standby");
