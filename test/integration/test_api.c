@@ -34,6 +34,7 @@
 #define WAIT_MS 60000
 #define DAY "2021-01-23"
 #define PAGE_SIZE 50
+#define S_TOKEN "read-api-test-token"
 
 typedef struct {
     mx_testpg_t *pg;
@@ -42,6 +43,7 @@ typedef struct {
     char build [1024];
     PGconn *conn;
     FILE *answers;                  //  for mx-validate-api
+    int token_port;                 //  the read API that wants a bearer token (0: none)
     char *answers_path;
 } fixture_t;
 
@@ -136,10 +138,11 @@ static int
 s_get (fixture_t *fx, int port, const char *path, const char *if_none_match, const char *template,
        json_t **body, char *etag, size_t etag_size)
 {
-    char *request = if_none_match
-        ? zsys_sprintf ("GET %s HTTP/1.1\r\nHost: localhost\r\nIf-None-Match: %s\r\nConnection: close\r\n\r\n",
-                        path, if_none_match)
-        : zsys_sprintf ("GET %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", path);
+    char *request = zsys_sprintf ("GET %s HTTP/1.1\r\nHost: localhost\r\n%s%s%s%s"
+                                  "Connection: close\r\n\r\n", path,
+                                  if_none_match ? "If-None-Match: " : "", if_none_match ? if_none_match : "",
+                                  if_none_match ? "\r\n" : "",
+                                  port == fx->token_port ? "Authorization: Bearer " S_TOKEN "\r\n" : "");
     char *head = NULL, *text = NULL;
     int status = mx_testhttp_exchange (port, request, 30, &head, &text);
     free (request);
@@ -440,11 +443,27 @@ test_read_api (void **state)
     free (post_head);
     free (post_body);
 
-    //  A standby answers as the active does.
+    //  A standby answers as the active does; this one wants a bearer token.
     char **env_b = s_env (fx, "b", http_b, api_b);
+    char *token_path = zsys_sprintf ("%s/api-token", fx->dir);
+    FILE *token = fopen (token_path, "w");
+    assert_non_null (token);
+    fprintf (token, S_TOKEN "\n");
+    fclose (token);
+    int last = 0;
+    while (env_b [last])
+        last++;
+    env_b [last] = zsys_sprintf ("MSGX_API_TOKEN_FILE=%s", token_path);
+    free (token_path);
     mx_testproc_t *standby = mx_testproc_new (argv, (const char *const *) env_b);
     if (!mx_testproc_expect_stderr (standby, "role standby", WAIT_MS))
         fail_msg ("the second msgxd did not become standby: %s", mx_testproc_stderr (standby));
+    char *no_head = NULL, *no_body = NULL;
+    assert_int_equal (mx_testhttp_get (api_b, "/flights/1", 30, &no_head, &no_body), 401);
+    assert_non_null (strstr (no_body, "\"unauthorized\""));
+    free (no_head);
+    free (no_body);
+    fx->token_port = api_b;
     json_t *from_standby = NULL;
     char standby_etag [64];
     assert_int_equal (s_get (fx, api_b, path, NULL, "/flights/{flid}", &from_standby, standby_etag,
