@@ -16,6 +16,7 @@
 
 #include <microhttpd.h>
 
+#include "mx_api_reader.h"
 #include "mx_cidr.h"
 #include "mx_compat_body.h"
 #include "mx_compat_writer.h"
@@ -75,21 +76,23 @@ mx_http_register_metrics (void)
 {
     for (int outcome = 0; outcome < S_OUTCOME_COUNT; outcome++)
         s_compat_requests ((s_outcome_t) outcome);
+    mx_api_reader_register_metrics ();
 }
 
 typedef struct _s_http_t s_http_t;
 
-//  One MHD daemon on one bind: the service bind (/health, /metrics) or the
-//  compat bind (POST /cminmsgs/send only).
+//  One MHD daemon on one bind: the service bind (/health, /metrics), the
+//  compat bind (POST /cminmsgs/send only) or the read API's bind.
 typedef struct {
     s_http_t *http;
     bool compat;
+    bool api;
     const char *bind;
     struct MHD_Daemon *daemon;
     int epoll_fd;
 } s_server_t;
 
-typedef enum { S_KIND_SEND, S_KIND_HEALTH, S_KIND_READY, S_KIND_METRICS } s_kind_t;
+typedef enum { S_KIND_SEND, S_KIND_HEALTH, S_KIND_READY, S_KIND_METRICS, S_KIND_API } s_kind_t;
 
 //  One request being received (MHD's per-request pointer). A request that
 //  waits (for the metrics actor or the writer) is suspended, listed in
@@ -109,6 +112,9 @@ typedef struct {
     uint64_t tag;                   //  of its COMPAT_WRITE
     int64_t id;                     //  stored as this CMINMSGS_ID
     json_t *snapshot;               //  the metrics actor's answer (NULL: silent)
+    int api_status;                 //  the read API's answer (0: none came)
+    char *api_etag;
+    char *api_body;
 } s_request_t;
 
 struct _s_http_t {
@@ -118,6 +124,7 @@ struct _s_http_t {
     const char *name;
     s_server_t service;
     s_server_t compat;              //  daemon NULL unless msgx.http.compat.enabled
+    s_server_t api;                 //  daemon NULL unless msgx.api.enabled
     size_t max_body;                //  bytes of one body
     size_t budget;                  //  bytes of all bodies held at once
     size_t buffered;                //  bytes allocated to bodies now
@@ -131,6 +138,13 @@ struct _s_http_t {
     mx_compat_writer_args_t writer_args;
     uint64_t write_tag;
     zlistx_t *writing;              //  s_request_t *, in the order sent
+    //  The read API's reader (mx_api_reader.h) and the reads it has in hand.
+    zactor_t *api_reader;
+    mx_api_reader_args_t api_reader_args;
+    uint64_t api_tag;
+    zlistx_t *reading;              //  s_request_t *, in the order sent
+    char *api_token;                //  the read API's bearer token, or NULL
+    size_t api_token_length;
     //  The metrics actor and the requests waiting for its snapshot. One
     //  SNAPSHOT at a time; every request that arrives meanwhile shares it.
     zsock_t *metrics;               //  DEALER
@@ -556,6 +570,130 @@ s_metrics (s_http_t *self, s_request_t *request)
 }
 
 //  ---------------------------------------------------------------------
+//  The read API: checked, read and rendered by the api reader; here only
+//  authentication, the hand-off and the answer.
+
+static enum MHD_Result
+s_api_refuse (s_http_t *self, struct MHD_Connection *connection, unsigned int status,
+              const char *code, const char *message)
+{
+    char peer [NI_MAXHOST + NI_MAXSERV + 2];
+    s_peer (connection, peer, sizeof peer);
+    json_t *fields = json_pack ("{s:i,s:s}", "status", (int) status, "peer", peer);
+    mx_log_emit (MX_LOG_WARN, self->name, fields, "read API refused with %u: %s", status, message);
+    return s_respond_json (connection, status,
+                           json_pack ("{s:{s:s,s:s}}", "error", "code", code, "message", message));
+}
+
+static enum MHD_Result
+s_api_arg (void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void) kind;
+    json_object_set_new ((json_t *) cls, key, json_string (value ? value : ""));
+    return MHD_YES;
+}
+
+//  The headers of a request on the read API's bind: a request to hand to
+//  the reader when complete, or a refusal (request NULL).
+static enum MHD_Result
+s_begin_api (s_http_t *self, struct MHD_Connection *connection, const char *method,
+             s_request_t **request_p)
+{
+    if (strcmp (method, MHD_HTTP_METHOD_GET) != 0 && strcmp (method, MHD_HTTP_METHOD_HEAD) != 0) {
+        mx_api_reader_count ("bad_request");
+        return s_api_refuse (self, connection, MHD_HTTP_METHOD_NOT_ALLOWED, "method_not_allowed",
+                             "the read API is read-only: use GET");
+    }
+    if (self->api_token) {
+        const char *value = MHD_lookup_connection_value (connection, MHD_HEADER_KIND,
+                                                         MHD_HTTP_HEADER_AUTHORIZATION);
+        if (!value || !mx_compat_body_bearer_ok (value, self->api_token, self->api_token_length)) {
+            mx_api_reader_count ("unauthorized");
+            return s_api_refuse (self, connection, MHD_HTTP_UNAUTHORIZED, "unauthorized", !value
+                                 ? "authentication required: send Authorization: Bearer <token>"
+                                 : "the bearer token is not the one configured (msgx.api.token-file)");
+        }
+    }
+    s_request_t *request = (s_request_t *) calloc (1, sizeof *request);
+    if (!request)
+        return MHD_NO;
+    request->kind = S_KIND_API;
+    request->connection = connection;
+    *request_p = request;
+    return MHD_YES;
+}
+
+//  Hands the request to the api reader; the connection waits suspended.
+static enum MHD_Result
+s_ask_api (s_http_t *self, s_request_t *request, const char *url)
+{
+    json_t *args = json_object ();
+    MHD_get_connection_values (request->connection, MHD_GET_ARGUMENT_KIND, s_api_arg, args);
+    char *args_text = json_dumps (args, JSON_COMPACT);
+    json_decref (args);
+    const char *etag = MHD_lookup_connection_value (request->connection, MHD_HEADER_KIND,
+                                                    MHD_HTTP_HEADER_IF_NONE_MATCH);
+    request->tag = ++self->api_tag;
+    int rc = args_text ? mx_cmd_send (zactor_sock (self->api_reader), MX_CMD_API_GET, request->tag,
+                                      (uint64_t) mx_clock_now (self->args->clock), url, args_text,
+                                      etag ? etag : "")
+                       : -1;
+    free (args_text);
+    if (rc) {
+        mx_api_reader_count ("unavailable");
+        return s_api_refuse (self, request->connection, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable",
+                             "busy: the reader did not take the request, retry later");
+    }
+    s_suspend (request, self->reading);
+    return MHD_YES;
+}
+
+//  The reader's answer: the waiting connection gets it.
+static bool
+s_api_reader_ready (void *self_, void *arg)
+{
+    s_http_t *self = (s_http_t *) self_;
+    (void) arg;
+    zmsg_t *rest = NULL;
+    mx_cmd_t cmd = mx_cmd_recv (zactor_sock (self->api_reader), &rest);
+    if (!rest)
+        return false;
+    assert (cmd == MX_CMD_API_ANSWER);
+    mx_cmd_API_ANSWER_t answer;
+    mx_cmd_API_ANSWER_take (&rest, &answer);
+    //  One read at a time, in order: the answer is the oldest's.
+    s_request_t *request = (s_request_t *) zlistx_first (self->reading);
+    assert (request && request->tag == answer.tag);
+    zlistx_delete (self->reading, zlistx_cursor (self->reading));
+    request->api_status = answer.status;
+    request->api_etag = strdup (answer.etag);
+    request->api_body = strdup (answer.body);
+    mx_cmd_API_ANSWER_free (&answer);
+    s_resume (request);
+    return false;
+}
+
+static enum MHD_Result
+s_answer_api (s_http_t *self, s_request_t *request)
+{
+    if (!request->api_status || !request->api_etag || !request->api_body)
+        return s_api_refuse (self, request->connection, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable",
+                             "stopping: retry on another instance or later");
+    struct MHD_Response *response = MHD_create_response_from_buffer (
+        strlen (request->api_body), request->api_body, MHD_RESPMEM_MUST_COPY);
+    if (!response)
+        return MHD_NO;
+    if (*request->api_body)
+        MHD_add_response_header (response, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    if (*request->api_etag)
+        MHD_add_response_header (response, MHD_HTTP_HEADER_ETAG, request->api_etag);
+    enum MHD_Result rc = MHD_queue_response (request->connection, (unsigned int) request->api_status,
+                                            response);
+    MHD_destroy_response (response);
+    return rc;
+}
+
+//  ---------------------------------------------------------------------
 //  Receiving
 
 //  Gives up the body: from now on its bytes are dropped, and the request
@@ -654,6 +792,8 @@ s_access (void *cls, struct MHD_Connection *connection, const char *url,
 
     if (!request) {
         //  Headers only. Refusing now means MHD never reads the body.
+        if (server->api)
+            return s_begin_api (self, connection, method, (s_request_t **) request_p);
         if (!server->compat)
             return s_begin_service (self, connection, url, method, (s_request_t **) request_p);
         if (strcmp (url, S_PATH_SEND) != 0)
@@ -687,6 +827,8 @@ s_access (void *cls, struct MHD_Connection *connection, const char *url,
     //  Complete: answer what is in hand, or wait for it without blocking.
     if (request->suspended)
         return MHD_YES;
+    if (request->kind == S_KIND_API)
+        return request->answered ? s_answer_api (self, request) : s_ask_api (self, request, url);
     if (request->kind != S_KIND_SEND) {
         if (!request->answered) {
             s_ask_metrics (self, request);
@@ -726,6 +868,8 @@ s_completed (void *cls, struct MHD_Connection *connection, void **request_p,
     free (request->body);
     free (request->reason);
     json_decref (request->snapshot);
+    free (request->api_etag);
+    free (request->api_body);
     free (request);
     *request_p = NULL;
 }
@@ -827,35 +971,35 @@ s_server_start (s_http_t *self, s_server_t *server, bool compat, const char *bin
 }
 
 //  The bearer token: the file's first line, blanks around it dropped. In
-//  prod the file must not be open to others (it is a write credential).
+//  prod the file must not be open to others (it is a credential).
 static int
-s_read_token (s_http_t *self, char **error)
+s_read_token (s_http_t *self, const char *key, const char *path, char **token_p,
+              size_t *length_p, char **error)
 {
-    const char *path = self->config->http_compat_token_file;
     int fd = open (path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     struct stat info;
     if (fd < 0 || fstat (fd, &info)) {
-        *error = zsys_sprintf ("msgx.http.compat.token-file %s: %s", path, strerror (errno));
+        *error = zsys_sprintf ("%s %s: %s", key, path, strerror (errno));
         if (fd >= 0)
             close (fd);
         return -1;
     }
     if (!S_ISREG (info.st_mode)) {
         close (fd);
-        *error = zsys_sprintf ("msgx.http.compat.token-file %s: not a regular file", path);
+        *error = zsys_sprintf ("%s %s: not a regular file", key, path);
         return -1;
     }
     if (streq (self->config->profile, "prod") && (info.st_mode & (S_IROTH | S_IWOTH))) {
         close (fd);
-        *error = zsys_sprintf ("msgx.http.compat.token-file %s is open to others (mode %04o);"
-                               " prod refuses it: chmod o-rw", path, (unsigned int) (info.st_mode & 07777));
+        *error = zsys_sprintf ("%s %s is open to others (mode %04o);"
+                               " prod refuses it: chmod o-rw", key, path, (unsigned int) (info.st_mode & 07777));
         return -1;
     }
     char buf [S_TOKEN_MAX + 1];
     ssize_t got = read (fd, buf, S_TOKEN_MAX);
     close (fd);
     if (got < 0) {
-        *error = zsys_sprintf ("msgx.http.compat.token-file %s: %s", path, strerror (errno));
+        *error = zsys_sprintf ("%s %s: %s", key, path, strerror (errno));
         return -1;
     }
     buf [got] = '\0';
@@ -869,13 +1013,13 @@ s_read_token (s_http_t *self, char **error)
     for (size_t i = 0; i < length && printable; i++)
         printable = start [i] > ' ' && start [i] < 0x7f;
     if (!printable) {
-        *error = zsys_sprintf ("msgx.http.compat.token-file %s: expected one token of printable"
-                               " characters without blanks on its first line", path);
+        *error = zsys_sprintf ("%s %s: expected one token of printable"
+                               " characters without blanks on its first line", key, path);
         explicit_bzero (buf, sizeof buf);
         return -1;
     }
-    self->token = strndup (start, length);
-    self->token_length = length;
+    *token_p = strndup (start, length);
+    *length_p = length;
     explicit_bzero (buf, sizeof buf);
     return 0;
 }
@@ -886,7 +1030,9 @@ s_start (s_http_t *self, char **error)
     if (s_server_start (self, &self->service, false, self->config->http_bind, error))
         return -1;
     if (self->config->http_compat_enabled) {
-        if (*self->config->http_compat_token_file && s_read_token (self, error))
+        if (*self->config->http_compat_token_file
+        &&  s_read_token (self, "msgx.http.compat.token-file", self->config->http_compat_token_file,
+                          &self->token, &self->token_length, error))
             return -1;
         if (*self->config->http_compat_allow) {
             self->allow = mx_cidr_list_parse (self->config->http_compat_allow, error);
@@ -900,6 +1046,21 @@ s_start (s_http_t *self, char **error)
             return -1;
         }
         if (s_server_start (self, &self->compat, true, self->config->http_compat_bind, error))
+            return -1;
+    }
+    if (self->config->api_enabled) {
+        if (*self->config->api_token_file
+        &&  s_read_token (self, "msgx.api.token-file", self->config->api_token_file,
+                          &self->api_token, &self->api_token_length, error))
+            return -1;
+        self->api_reader_args = (mx_api_reader_args_t) { .name = self->name, .config = self->config };
+        self->api_reader = zactor_new (mx_api_reader_actor, &self->api_reader_args);
+        if (!self->api_reader) {
+            *error = strdup ("cannot start the read API's reader thread");
+            return -1;
+        }
+        self->api.api = true;
+        if (s_server_start (self, &self->api, false, self->config->api_bind, error))
             return -1;
     }
     //  inproc connects before the bind are fine: the metrics actor may
@@ -932,8 +1093,13 @@ s_stop (s_http_t *self)
         zlistx_delete (self->asking, zlistx_cursor (self->asking));
         s_resume (request);
     }
-    s_server_t *servers [] = { &self->compat, &self->service };
-    for (size_t i = 0; i < 2; i++)
+    zactor_destroy (&self->api_reader);
+    while ((request = (s_request_t *) zlistx_first (self->reading))) {
+        zlistx_delete (self->reading, zlistx_cursor (self->reading));
+        s_resume (request);
+    }
+    s_server_t *servers [] = { &self->api, &self->compat, &self->service };
+    for (size_t i = 0; i < 3; i++)
         if (servers [i]->daemon) {
             MHD_run (servers [i]->daemon);
             MHD_stop_daemon (servers [i]->daemon);
@@ -974,6 +1140,11 @@ s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
                                 self->config->http_bind, self->config->http_compat_bind)
                 : zsys_sprintf ("listening on %s (health, metrics; compat entry off)",
                                 self->config->http_bind);
+            if (self->api.daemon) {
+                char *with_api = zsys_sprintf ("%s; read API on %s", detail, self->config->api_bind);
+                free (detail);
+                detail = with_api;
+            }
             mx_actor_reply_started (self->pipe, detail);
             free (detail);
             return true;
@@ -1010,10 +1181,12 @@ s_sources (void *self_, mx_actor_source_t *sources, size_t max)
 {
     s_http_t *self = (s_http_t *) self_;
     size_t count = 0;
-    s_server_t *servers [] = { &self->service, &self->compat };
-    for (size_t i = 0; i < 2; i++)
+    s_server_t *servers [] = { &self->service, &self->compat, &self->api };
+    for (size_t i = 0; i < 3; i++)
         if (servers [i]->daemon && count < max)
             sources [count++] = (mx_actor_source_t) { .fd = servers [i]->epoll_fd, .ready = s_mhd_ready };
+    if (self->api_reader && count < max)
+        sources [count++] = (mx_actor_source_t) { .sock = zactor_sock (self->api_reader), .ready = s_api_reader_ready };
     if (self->writer && count < max)
         sources [count++] = (mx_actor_source_t) { .sock = zactor_sock (self->writer), .ready = s_writer_ready };
     if (self->metrics && count < max)
@@ -1028,8 +1201,8 @@ s_timeout (void *self_)
 {
     s_http_t *self = (s_http_t *) self_;
     long timeout = -1;
-    s_server_t *servers [] = { &self->service, &self->compat };
-    for (size_t i = 0; i < 2; i++) {
+    s_server_t *servers [] = { &self->service, &self->compat, &self->api };
+    for (size_t i = 0; i < 3; i++) {
         MHD_UNSIGNED_LONG_LONG mhd_timeout = 0;
         if (servers [i]->daemon && MHD_get_timeout (servers [i]->daemon, &mhd_timeout) == MHD_YES) {
             long value = mhd_timeout > INT_MAX ? INT_MAX : (long) mhd_timeout;
@@ -1058,6 +1231,8 @@ s_wake (void *self_)
         MHD_run (self->service.daemon);
     if (self->compat.daemon)
         MHD_run (self->compat.daemon);
+    if (self->api.daemon)
+        MHD_run (self->api.daemon);
 }
 
 void
@@ -1069,7 +1244,7 @@ mx_http_actor (zsock_t *pipe, void *args)
     self->args = (const mx_actor_args_t *) args;
     self->config = self->args->config;
     self->name = self->args->name ? self->args->name : "http";
-    self->service.epoll_fd = self->compat.epoll_fd = -1;
+    self->service.epoll_fd = self->compat.epoll_fd = self->api.epoll_fd = -1;
     snprintf (self->role, sizeof self->role, "active");
     self->max_body = (size_t) self->config->http_max_body_bytes;
     if (self->max_body > S_MEDIUMTEXT_MAX)
@@ -1077,6 +1252,7 @@ mx_http_actor (zsock_t *pipe, void *args)
     self->budget = S_BUDGET_BODIES * (self->max_body + 1);
     self->writing = zlistx_new ();
     self->asking = zlistx_new ();
+    self->reading = zlistx_new ();
 
     mx_actor_ops_t ops = { .command = s_command, .sources = s_sources, .timeout = s_timeout, .wake = s_wake };
     mx_actor_run (pipe, NULL, &ops, self);
@@ -1084,6 +1260,11 @@ mx_http_actor (zsock_t *pipe, void *args)
     zsock_destroy (&self->metrics);
     zlistx_destroy (&self->writing);
     zlistx_destroy (&self->asking);
+    zlistx_destroy (&self->reading);
+    if (self->api_token) {
+        explicit_bzero (self->api_token, self->api_token_length);
+        free (self->api_token);
+    }
     mx_cidr_list_destroy (&self->allow);
     if (self->token) {
         explicit_bzero (self->token, self->token_length);

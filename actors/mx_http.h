@@ -26,6 +26,12 @@
     POST /cminmsgs/send is 404. Every request to the entry is counted in
     msgx_compat_requests_total{outcome}.
 
+    The read API (msgx.api.bind, only when msgx.api.enabled = true): GET
+    only; with msgx.api.token-file set, no or a wrong bearer token is 401.
+    Everything else (paths, parameters, limits, the reads) is the api
+    reader's (mx_api_reader.h); answers and refusals are JSON, on active
+    and standby alike.
+
     GET /health/live answers at once, 200 on every instance, active or
     standby: the process and its http thread run. GET /health/ready and
     GET /health (kept for existing probes, the same answer) ask the

@@ -4,6 +4,8 @@
 #include <assert.h>
 #include <unistd.h>
 
+#include "mx_flight.h"
+#include "mx_flight_repo.h"
 #include "mx_log.h"
 #include "mx_mailbox.h"
 #include "mx_pg.h"
@@ -412,6 +414,63 @@ s_show (s_reader_t *self, json_t *args, char **payload)
     return true;
 }
 
+//  One flight: its state document as the state topic carries it, and with
+//  history the messages that changed it and the events sent for it.
+static bool
+s_flight (s_reader_t *self, json_t *args, char **payload)
+{
+    json_t *id_value = json_object_get (args, "flid");
+    if (!json_is_integer (id_value) || json_integer_value (id_value) <= 0) {
+        *payload = strdup ("flight needs flid, a positive FLID");
+        return false;
+    }
+    int64_t flid = json_integer_value (id_value);
+    char *error = NULL;
+    if (!self->zone) {
+        self->zone = mx_tz_load (self->config->operation_day_zone, &error);
+        if (!self->zone) {
+            *payload = zsys_sprintf ("airport time zone not loaded: %s", error ? error : "unknown error");
+            free (error);
+            return false;
+        }
+    }
+    PGconn *conn = s_pg (self, &error);
+    mx_flight_t *flight = NULL;
+    if (!conn || mx_flight_repo_load (conn, &flid, 1, false, &flight, &error)) {
+        *payload = zsys_sprintf ("cannot read flight %" PRId64 ": %s", flid, error ? error : "no connection");
+        free (error);
+        s_pg_check (self);
+        return false;
+    }
+    if (!flight) {
+        *payload = zsys_sprintf ("no flight %" PRId64, flid);
+        return false;
+    }
+    json_t *reply = json_pack ("{s:I,s:o}", "flid", (json_int_t) flid,
+                               "state", mx_flight_state_doc (flight, self->zone));
+    mx_flight_destroy (&flight);
+    if (json_is_true (json_object_get (args, "history"))) {
+        char *messages = NULL, *events = NULL;
+        if (mx_readmodel_flight_history (conn, flid, &messages, &events, &error)) {
+            *payload = zsys_sprintf ("cannot read the history of flight %" PRId64 ": %s", flid,
+                                     error ? error : "unknown error");
+            free (error);
+            json_decref (reply);
+            s_pg_check (self);
+            return false;
+        }
+        json_object_set_new (reply, "messages", json_loads (messages, 0, NULL));
+        json_object_set_new (reply, "events", json_loads (events, 0, NULL));
+        free (messages);
+        free (events);
+    }
+    *payload = json_dumps (reply, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref (reply);
+    return true;
+}
+
+//  ---------------------------------------------------------------------
+//  Actor
 //  ---------------------------------------------------------------------
 //  Actor
 
@@ -437,6 +496,9 @@ s_handle_admin (s_reader_t *self, zmsg_t **rest)
     if (verb == MX_ADMIN_DEAD)
         ok = s_dead (self, args, &payload);
     else
+    if (verb == MX_ADMIN_FLIGHT)
+        ok = s_flight (self, args, &payload);
+    else
         payload = zsys_sprintf ("the reader does not handle '%s'", admin.verb);
     mx_cmd_send (self->pipe, MX_CMD_ADMIN_REPLY, admin.request, ok ? "OK" : "ERR", payload ? payload : "{}");
     free (payload);
@@ -452,7 +514,7 @@ s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
         case MX_CMD_START:
             //  Connections open at the first read: a database that is not
             //  there yet is a status to report, not a reason to stop.
-            mx_actor_reply_started (self->pipe, "admin reads: status, show, dead");
+            mx_actor_reply_started (self->pipe, "admin reads: status, show, dead, flight");
             break;
         case MX_CMD_INSTANCE: {
             mx_cmd_INSTANCE_t instance;

@@ -75,6 +75,14 @@ static const s_verb_t s_verbs [] = {
       "On a terminal, control characters in the message and its fields are shown escaped (ESC as\n"
       "\\x1b, a backslash doubled), never obeyed; piped or redirected, text is written as stored.\n"
       "Refused (exit 1) when the ID is in neither proc_state, its archive nor the mailbox.\n", false },
+    { MX_ADMIN_FLIGHT, "flight", "flight FLID [--history] [--json]",
+      "a flight's current state, and with --history the messages that changed it and its events",
+      "  FLID           the flight ID (a positive integer)\n"
+      "  --history      also every message that changed it (msg id, TYPE/STYP, received, version,\n"
+      "                 changed fields) and every event sent for it, oldest first\n"
+      "  --json         the daemon's reply as JSON\n"
+      "The state is the document of the state topic, read from PostgreSQL. Answered by a standby too.\n"
+      "Refused (exit 1) when there is no such flight.\n", false },
     { MX_ADMIN_PAUSE, "pause", "pause [--json]",
       "stop ingress and pump from claiming work",
       "Messages under way finish; nothing new is claimed until resume. The instance\n"
@@ -591,6 +599,78 @@ s_escape_controls (json_t *value)
     }
 }
 
+//  A value of the state document on one line: text as it is, the rest as JSON.
+static void
+s_print_value (json_t *value)
+{
+    if (json_is_string (value))
+        printf ("%s", json_string_value (value));
+    else {
+        char *text = json_dumps (value, JSON_COMPACT | JSON_ENCODE_ANY);
+        printf ("%s", text ? text : "?");
+        free (text);
+    }
+}
+
+static void
+s_print_flight (json_t *reply)
+{
+    json_t *state = json_object_get (reply, "state");
+    printf ("flight      %" JSON_INTEGER_FORMAT " %s%s %s SODT %s  day %s  version %" JSON_INTEGER_FORMAT "  %s\n",
+            json_integer_value (json_object_get (reply, "flid")), s_text (json_object_get (state, "ALCD"), "?"),
+            s_text (json_object_get (state, "FLNO"), "?"), s_text (json_object_get (state, "MVIN"), "?"),
+            s_text (json_object_get (state, "SODT"), "-"), s_text (json_object_get (state, "operation_day"), "?"),
+            json_integer_value (json_object_get (state, "state_version")),
+            s_text (json_object_get (state, "lifecycle"), "?"));
+    const char *key;
+    json_t *value;
+    json_object_foreach (state, key, value) {
+        if (json_is_null (value) || (json_is_object (value) && json_object_size (value) == 0)
+        ||  (json_is_array (value) && json_array_size (value) == 0))
+            continue;
+        printf ("  %-12s ", key);
+        s_print_value (value);
+        printf ("\n");
+    }
+    json_t *messages = json_object_get (reply, "messages");
+    if (json_is_array (messages)) {
+        printf ("messages    %zu that changed it\n", json_array_size (messages));
+        size_t index;
+        json_t *message;
+        json_array_foreach (messages, index, message) {
+            printf ("  %-10" JSON_INTEGER_FORMAT " %s/%s  %s  v%" JSON_INTEGER_FORMAT "  %s  changed:",
+                    json_integer_value (json_object_get (message, "msg_id")),
+                    s_text (json_object_get (message, "type"), "-"), s_text (json_object_get (message, "styp"), "-"),
+                    s_text (json_object_get (message, "received_at"), "-"),
+                    json_integer_value (json_object_get (message, "state_version")),
+                    s_text (json_object_get (message, "event_type"), "?"));
+            size_t i;
+            json_t *code;
+            json_array_foreach (json_object_get (message, "changed"), i, code)
+                printf (" %s", s_text (code, "?"));
+            if (json_array_size (json_object_get (message, "changed")) == 0)
+                printf (" -");
+            printf ("\n");
+        }
+    }
+    json_t *events = json_object_get (reply, "events");
+    if (json_is_array (events)) {
+        printf ("events      %zu\n", json_array_size (events));
+        size_t index;
+        json_t *event;
+        json_array_foreach (events, index, event) {
+            char msg [32] = "-";
+            if (json_is_integer (json_object_get (event, "msg_id")))
+                snprintf (msg, sizeof msg, "%" JSON_INTEGER_FORMAT, json_integer_value (json_object_get (event, "msg_id")));
+            printf ("  %-10" JSON_INTEGER_FORMAT " %-10s %-9s v%-4" JSON_INTEGER_FORMAT " msg %-8s %-7s sent %s\n",
+                    json_integer_value (json_object_get (event, "event_id")),
+                    s_text (json_object_get (event, "target"), "?"), s_text (json_object_get (event, "event_type"), "?"),
+                    json_integer_value (json_object_get (event, "state_version")), msg,
+                    s_text (json_object_get (event, "state"), "?"), s_text (json_object_get (event, "sent_at"), "-"));
+        }
+    }
+}
+
 static void
 s_print_show (json_t *reply)
 {
@@ -1085,6 +1165,18 @@ s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_
             json_object_set_new (args, "msg_id", json_integer (id));
         }
         else
+        if (admin == MX_ADMIN_FLIGHT && arg [0] != '-' && !json_object_get (args, "flid")) {
+            long long id = 0;
+            if (s_parse_count (arg, INT64_MAX, &id)) {
+                fprintf (stderr, "msgxctl: flight: '%s' is not a FLID (a positive integer)\n", arg);
+                return -1;
+            }
+            json_object_set_new (args, "flid", json_integer (id));
+        }
+        else
+        if (admin == MX_ADMIN_FLIGHT && strcmp (arg, "--history") == 0)
+            json_object_set_new (args, "history", json_true ());
+        else
         if (admin == MX_ADMIN_REPLAY && strcmp (arg, "--class") == 0 && i + 1 < argc)
             json_object_set_new (args, "class", json_string (argv [++i]));
         else
@@ -1214,6 +1306,10 @@ s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_
             return -1;
         }
     }
+    if (admin == MX_ADMIN_FLIGHT && !json_object_get (args, "flid")) {
+        fprintf (stderr, "msgxctl: flight needs a FLID\n");
+        return -1;
+    }
     if (admin == MX_ADMIN_SHOW && !json_object_get (args, "msg_id")) {
         fprintf (stderr, "msgxctl: show needs a message ID\n");
         return -1;
@@ -1333,6 +1429,13 @@ s_print_reply (mx_admin_t admin, json_t *payload, bool json_out)
     else
     if (admin == MX_ADMIN_DEAD)
         s_print_dead (payload);
+    else
+    if (admin == MX_ADMIN_FLIGHT) {
+        //  Stored texts may carry escape sequences: shown, never obeyed.
+        if (isatty (STDOUT_FILENO))
+            s_escape_controls (payload);
+        s_print_flight (payload);
+    }
     else
     if (admin == MX_ADMIN_SHOW) {
         //  A stored message may carry escape sequences: shown, never obeyed.

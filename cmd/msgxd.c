@@ -303,6 +303,23 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
     S_ADVICE (kafka_security_sasl_password) =
         "Keep it out of this file: sasl.password-file names a file holding it (mode 0600 or 0640 "
         "group msgx), or set MSGX_KAFKA_SECURITY_SASL_PASSWORD_FILE in msgxd.env.",
+    S_ADVICE (api_enabled) =
+        "Off by default: turn it on where consumers or operators read flight state over HTTP. It reads "
+        "PostgreSQL only, so a standby serves it as well as the active: point heavy readers at the standby.",
+    S_ADVICE (api_bind) =
+        "Loopback unless readers on other hosts need it; then an internal address, firewalled, with "
+        "token-file set.",
+    S_ADVICE (api_token_file) =
+        "Set it whenever the bind is not loopback: /etc/msgxd/api-token, owner msgx, mode 0600 (prod "
+        "refuses a file open to others); readers send Authorization: Bearer <token>.",
+    S_ADVICE (api_page_size) =
+        "Bounds the work of one request; readers page with next_cursor. Raise only if a reader needs "
+        "bigger pages and the database keeps up.",
+    S_ADVICE (api_statement_timeout) =
+        "A read that takes longer is refused with 503 rather than holding a session; keep it well "
+        "under the readers' own timeouts.",
+    S_ADVICE (api_window_days) =
+        "1 covers yesterday, today and tomorrow in the airport zone for GET /all/flights.",
     S_ADVICE (admin_endpoint) =
         "An ipc:// path is mode 0600 (only the msgx user and root connect; see admin.group); under "
         "systemd ipc:///run/msgxd/admin.sock, which msgxctl uses by default. tcp:// has no "

@@ -1447,6 +1447,15 @@ s_check_http (const mx_config_t *self, zlist_t *errors)
         free (error);
     }
     mx_cidr_list_destroy (&allow);
+    if (self->api_enabled) {
+        s_check_bind (self, errors, S_IDX (api_bind));
+        if (streq (self->api_bind, self->http_bind)
+        ||  (self->http_compat_enabled && streq (self->api_bind, self->http_compat_bind)))
+            s_problem (self, errors, S_IDX (api_bind),
+                       "must differ from msgx.http.bind and msgx.http.compat.bind: the read API has a bind of its own");
+    }
+    s_int_range (self, errors, S_IDX (api_page_size), 1, 5000);
+    s_int_range (self, errors, S_IDX (api_window_days), 0, 7);
     if (!self->http_compat_enabled)
         return;
     s_check_bind (self, errors, S_IDX (http_compat_bind));
@@ -1872,6 +1881,7 @@ mx_config_validate (const mx_config_t *self, zlist_t *errors)
     s_int_range (self, problems, S_IDX (archive_after_days), 1, INT32_MAX);
     s_duration_range (self, problems, S_IDX (requests_timeout), 1, INT64_MAX);
     s_duration_range (self, problems, S_IDX (http_idle_timeout), 1000, 3600 * 1000);
+    s_duration_range (self, problems, S_IDX (api_statement_timeout), 100, 60 * 1000);
 
     //  Kafka: producer safety is not tunable (SPEC 5, seed D3).
     if (*self->kafka_bootstrap_servers) {

@@ -249,3 +249,39 @@ mx_readmodel_message (PGconn *conn, int64_t msg_id, char **row, char **events, c
     PQclear (res);
     return 0;
 }
+
+int
+mx_readmodel_flight_history (PGconn *conn, int64_t flid, char **messages, char **events,
+                             char **error)
+{
+    char flid_text [MX_PG_INT64_BUFSIZE];
+    const char *params [1] = { mx_pg_int64_text (flid, flid_text) };
+    PGresult *res = NULL;
+    if (mx_pg_exec (conn,
+            "WITH e AS (SELECT * FROM msg_event WHERE flid = $1::bigint)"
+            " SELECT (SELECT coalesce (json_agg (json_build_object ("
+            "            'msg_id', e.msg_id, 'type', p.msg_type, 'styp', p.msg_styp,"
+            "            'received_at', p.received_at, 'state_version', e.state_version,"
+            "            'event_type', e.event_type, 'changed', e.payload::jsonb -> 'changed')"
+            "            ORDER BY e.event_id), '[]')"
+            "           FROM e LEFT JOIN proc_state p ON p.msg_id = e.msg_id"
+            "          WHERE e.target = 'KAFKA:msg')::text,"
+            "        (SELECT coalesce (json_agg (json_build_object ("
+            "            'event_id', event_id, 'target', target, 'event_type', event_type,"
+            "            'state_version', state_version, 'msg_id', msg_id, 'state', state,"
+            "            'attempts', attempts, 'created_at', created_at, 'sent_at', sent_at,"
+            "            'merged_into', merged_into) ORDER BY event_id), '[]')"
+            "           FROM e)::text",
+            1, params, &res, error))
+        return -1;
+    *messages = strdup (PQgetvalue (res, 0, 0));
+    *events = strdup (PQgetvalue (res, 0, 1));
+    PQclear (res);
+    if (!*messages || !*events) {
+        free (*messages);
+        free (*events);
+        *error = strdup ("out of memory");
+        return -1;
+    }
+    return 0;
+}

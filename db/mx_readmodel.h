@@ -68,4 +68,14 @@ int mx_readmodel_dead (PGconn *conn, bool events, int64_t limit, int64_t after, 
 //  text; both malloc'd.
 int mx_readmodel_message (PGconn *conn, int64_t msg_id, char **row, char **events, char **error);
 
+//  One flight's history for msgxctl flight: *messages, a JSON array text
+//  of the messages that changed it (KAFKA:msg events, oldest first:
+//  msg_id, type, styp, received_at, state_version, changed codes), and
+//  *events, every outbox event for it (event_id, target, event_type,
+//  state_version, msg_id, state, attempts, created_at, sent_at); both
+//  malloc'd. Reads msg_event by flid: no index serves that, so it is
+//  bounded by the session's statement timeout.
+int mx_readmodel_flight_history (PGconn *conn, int64_t flid, char **messages, char **events,
+                                 char **error);
+
 #endif

@@ -690,6 +690,52 @@ msgx
             #   the token is looked at.
             allow = ""
 
+    api
+        #   true: serve the read API (GET /flights, /flights/{flid},
+        #   /all/flights, /reference/{list}) on msgx.api.bind.
+        #   True or false; default false; environment MSGX_API_ENABLED.
+        #   Off by default: turn it on where consumers or operators read flight
+        #   state over HTTP. It reads PostgreSQL only, so a standby serves it as
+        #   well as the active: point heavy readers at the standby.
+        enabled = false
+
+        #   host:port of the read API (not the /health and /metrics bind, not
+        #   the compat entry's).
+        #   Text; default 127.0.0.1:8082; environment MSGX_API_BIND.
+        #   Loopback unless readers on other hosts need it; then an internal
+        #   address, firewalled, with token-file set.
+        bind = 127.0.0.1:8082
+
+        #   file holding the bearer token the read API requires (Authorization:
+        #   Bearer ...); not readable by others in prod; empty = no token.
+        #   Text; default empty; environment MSGX_API_TOKEN_FILE.
+        #   Set it whenever the bind is not loopback: /etc/msgxd/api-token,
+        #   owner msgx, mode 0600 (prod refuses a file open to others); readers
+        #   send Authorization: Bearer <token>.
+        token-file = ""
+
+        #   most flights in one page of GET /flights (1..5000); a larger limit
+        #   is refused with 400.
+        #   Integer; default 500; environment MSGX_API_PAGE_SIZE.
+        #   Bounds the work of one request; readers page with next_cursor. Raise
+        #   only if a reader needs bigger pages and the database keeps up.
+        page-size = 500
+
+        #   PostgreSQL statement timeout of the read API's session: a read that
+        #   takes longer is refused with 503.
+        #   Duration (500ms, 30s, 10m, 2h, 30d); default 2s; environment
+        #   MSGX_API_STATEMENT_TIMEOUT.
+        #   A read that takes longer is refused with 503 rather than holding a
+        #   session; keep it well under the readers' own timeouts.
+        statement-timeout = 2s
+
+        #   GET /all/flights: operation days from today minus this to today plus
+        #   this (0..7).
+        #   Integer, days; default 1; environment MSGX_API_WINDOW_DAYS.
+        #   1 covers yesterday, today and tomorrow in the airport zone for GET
+        #   /all/flights.
+        window-days = 1
+
     admin
         #   msgxctl endpoint, ipc:// (mode 0600, or 0660 with admin.group) or
         #   tcp:// (on loopback, or anywhere with admin.curve).

@@ -102,6 +102,7 @@ test_every_verb_explains_itself (void **state)
     const char *verbs [][4] = {
         { "status", "status", "--help", NULL },
         { "show", "show", "--help", NULL },
+        { "flight", "flight", "--help", NULL },
         { "pause", "pause", "--help", NULL },
         { "resume", "resume", "--help", NULL },
         { "replay", "replay", "--help", NULL },
@@ -113,7 +114,7 @@ test_every_verb_explains_itself (void **state)
         { "log-level", "log-level", "--help", NULL },
     };
     const char *synopses [] = {
-        "status [--watch", "show MSG_ID", "pause [--json]", "resume [--json]", "replay --class C",
+        "status [--watch", "show MSG_ID", "flight FLID [--history]", "pause [--json]", "resume [--json]", "replay --class C",
         "replay --events --ids", "cutover min|zero|max|ID", "dead list [--events]",
         "backfill recover --all", "request schedule --from T", "log-level LEVEL [ACTOR]",
     };
@@ -185,6 +186,11 @@ test_every_verb_refuses_bad_arguments (void **state)
         { { "show", "+12" }, "'+12' is not a message ID" },
         { { "show", "0" }, "'0' is not a message ID" },
         { { "show", "99999999999999999999" }, "is not a message ID" },
+        { { "flight" }, "flight needs a FLID" },
+        { { "flight", "12x" }, "'12x' is not a FLID" },
+        { { "flight", "0" }, "'0' is not a FLID" },
+        { { "flight", "--history" }, "flight needs a FLID" },
+        { { "flight", "7", "--all" }, "unexpected argument '--all'" },
         { { "pause", "now" }, "unexpected argument 'now'" },
         { { "resume", "--all" }, "unexpected argument '--all'" },
         { { "replay" }, "exactly one of --class C or --id N" },
@@ -560,6 +566,11 @@ test_human_and_json_output_from_a_running_daemon (void **state)
     const char *show [] = { "--endpoint", endpoint, "show", "424242", NULL };
     assert_int_equal (s_ctl (fx, show, &out, &err), 1);
     assert_non_null (strstr (err, "show refused:"));
+    free (out);
+    free (err);
+    const char *flight [] = { "--endpoint", endpoint, "flight", "424242", "--history", NULL };
+    assert_int_equal (s_ctl (fx, flight, &out, &err), 1);
+    assert_non_null (strstr (err, "flight refused: no flight 424242"));
     free (out);
     free (err);
 

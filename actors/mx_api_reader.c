@@ -1,0 +1,530 @@
+/*  mx_api_reader - see mx_api_reader.h.  */
+#include "mx_api_reader.h"
+
+#include <assert.h>
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "mx_flight.h"
+#include "mx_flight_repo.h"
+#include "mx_flightread.h"
+#include "mx_log.h"
+#include "mx_metrics.h"
+#include "mx_pg.h"
+#include "mx_tz.h"
+
+#define S_PATH_FLIGHTS "/flights"
+#define S_PATH_ALL "/all/flights"
+#define S_PATH_REFERENCE "/reference/"
+
+static const char *s_outcomes [] = {
+    "ok", "not_modified", "bad_request", "not_found", "over_limit", "unavailable",
+    "unauthorized", "forbidden"
+};
+
+static mx_metrics_counter_t *
+s_counter (const char *outcome)
+{
+    char labels [64];
+    snprintf (labels, sizeof labels, "outcome=%s", outcome);
+    return mx_metrics_counter ("msgx_api_requests_total",
+        "Requests to the read API by outcome: ok, not_modified (304), bad_request (400), not_found"
+        " (404), over_limit (400: a page size over msgx.api.page-size), unavailable (503: PostgreSQL"
+        " not reached or the statement timeout hit), unauthorized (401), forbidden (403)", labels);
+}
+
+void
+mx_api_reader_register_metrics (void)
+{
+    for (size_t i = 0; i < sizeof s_outcomes / sizeof s_outcomes [0]; i++)
+        s_counter (s_outcomes [i]);
+}
+
+void
+mx_api_reader_count (const char *outcome)
+{
+    mx_metrics_add (s_counter (outcome), 1);
+}
+
+typedef struct {
+    zsock_t *pipe;
+    const mx_api_reader_args_t *args;
+    const mx_config_t *config;
+    PGconn *pg;                         //  lazily (re)connected
+    mx_tz_t *zone;                      //  airport zone of the state documents; loaded lazily
+} s_reader_t;
+
+//  One answer in the making.
+typedef struct {
+    int status;
+    char etag [MX_PG_INT64_BUFSIZE + 2];
+    char *body;                         //  malloc'd JSON
+} s_answer_t;
+
+static void
+s_error (s_answer_t *answer, int status, const char *code, const char *fmt, ...)
+    __attribute__ ((format (printf, 4, 5)));
+
+static void
+s_error (s_answer_t *answer, int status, const char *code, const char *fmt, ...)
+{
+    va_list args;
+    va_start (args, fmt);
+    char *message = zsys_vprintf (fmt, args);
+    va_end (args);
+    json_t *body = json_pack ("{s:{s:s,s:s}}", "error", "code", code, "message", message);
+    free (message);
+    answer->status = status;
+    free (answer->body);
+    answer->body = json_dumps (body, JSON_COMPACT);
+    json_decref (body);
+}
+
+//  The session and the zone for a read; false with the answer set (503).
+static bool
+s_ready (s_reader_t *self, s_answer_t *answer)
+{
+    char *error = NULL;
+    if (!self->zone) {
+        self->zone = mx_tz_load (self->config->operation_day_zone, &error);
+        if (!self->zone) {
+            mx_log_emit (MX_LOG_ERROR, self->args->name, NULL, "read API: %s", error ? error : "no zone");
+            free (error);
+            s_error (answer, 503, "unavailable", "the airport time zone is not loaded");
+            return false;
+        }
+    }
+    if (!self->pg)
+        self->pg = mx_pg_connect (self->config->pg_conninfo, "msgxd-api",
+                                  self->config->api_statement_timeout, &error);
+    if (!self->pg) {
+        mx_log_emit (MX_LOG_WARN, self->args->name, NULL, "read API: %s", error ? error : "no session");
+        free (error);
+        s_error (answer, 503, "unavailable", "PostgreSQL is not reached: retry later");
+        return false;
+    }
+    return true;
+}
+
+//  A failed read: 503, logged with the driver's text (never sent out); a
+//  broken session is opened afresh next time.
+static void
+s_failed (s_reader_t *self, s_answer_t *answer, char *error)
+{
+    bool timeout = error && strstr (error, "statement timeout");
+    mx_log_emit (MX_LOG_WARN, self->args->name, NULL, "read API: %s", error ? error : "unknown error");
+    free (error);
+    if (self->pg && PQstatus (self->pg) != CONNECTION_OK)
+        mx_pg_disconnect (&self->pg);
+    s_error (answer, 503, "unavailable", timeout
+             ? "the read took longer than msgx.api.statement-timeout: narrow it or retry later"
+             : "the database read failed: retry later");
+}
+
+//  ---------------------------------------------------------------------
+//  Parameters
+
+//  A whole decimal number 1..INT64_MAX (a FLID, a cursor, a limit).
+static bool
+s_positive (const char *text, int64_t *value)
+{
+    if (!text || !*text || strlen (text) > 18)
+        return false;
+    int64_t result = 0;
+    for (const char *scan = text; *scan; scan++) {
+        if (!isdigit ((unsigned char) *scan))
+            return false;
+        result = result * 10 + (*scan - '0');
+    }
+    *value = result;
+    return result > 0;
+}
+
+//  YYYY-MM-DD, a real calendar day.
+static bool
+s_day (const char *text)
+{
+    int year, month, day, end = 0;
+    if (!text || strlen (text) != 10
+    ||  sscanf (text, "%4d-%2d-%2d%n", &year, &month, &day, &end) != 3 || end != 10
+    ||  !isdigit ((unsigned char) text [0]) || text [4] != '-' || text [7] != '-')
+        return false;
+    return year >= 1970 && day >= 1 && day <= mx_tz_days_in_month (year, month);
+}
+
+//  YYYY-MM-DDTHH:MM:SSZ (UTC) as epoch ms.
+static bool
+s_instant (const char *text, int64_t *ms)
+{
+    int year, month, day, hour, minute, second, end = 0;
+    if (!text || strlen (text) != 20 || text [10] != 'T' || text [19] != 'Z')
+        return false;
+    char day_text [11];
+    memcpy (day_text, text, 10);
+    day_text [10] = '\0';
+    if (!s_day (day_text)
+    ||  sscanf (text, "%4d-%2d-%2dT%2d:%2d:%2dZ%n", &year, &month, &day, &hour, &minute, &second, &end) != 6
+    ||  end != 20 || hour > 23 || minute > 59 || second > 59)
+        return false;
+    *ms = ((mx_tz_days_from_civil (year, month, day) * 24 + hour) * 60 + minute) * 60000
+        + (int64_t) second * 1000;
+    return true;
+}
+
+static const char *
+s_arg (json_t *args, const char *name)
+{
+    return json_string_value (json_object_get (args, name));
+}
+
+//  Only the parameters a path knows: a typo is refused, never ignored.
+static bool
+s_known_args (json_t *args, const char *const *known, s_answer_t *answer)
+{
+    const char *name;
+    json_t *value;
+    json_object_foreach (args, name, value) {
+        bool found = false;
+        for (const char *const *scan = known; *scan && !found; scan++)
+            found = streq (*scan, name);
+        if (!found) {
+            s_error (answer, 400, "bad_parameter", "unknown query parameter '%.64s'", name);
+            return false;
+        }
+    }
+    return true;
+}
+
+//  ---------------------------------------------------------------------
+//  Flights
+
+//  Appends the state documents of flids (in that order; a flight gone
+//  meanwhile is left out) to docs. Returns 0, or -1 with the answer set.
+static int
+s_append_docs (s_reader_t *self, const int64_t *flids, size_t count, json_t *docs, s_answer_t *answer)
+{
+    if (count == 0)
+        return 0;
+    mx_flight_t **flights = (mx_flight_t **) calloc (count, sizeof *flights);
+    char *error = NULL;
+    if (!flights || mx_flight_repo_load (self->pg, flids, count, false, flights, &error)) {
+        free (flights);
+        s_failed (self, answer, error ? error : strdup ("out of memory"));
+        return -1;
+    }
+    for (size_t i = 0; i < count; i++)
+        if (flights [i]) {
+            json_array_append_new (docs, mx_flight_state_doc (flights [i], self->zone));
+            mx_flight_destroy (&flights [i]);
+        }
+    free (flights);
+    return 0;
+}
+
+//  The ETag of a state version: a strong validator.
+static void
+s_etag (int64_t version, char *buf, size_t size)
+{
+    snprintf (buf, size, "\"%" PRId64 "\"", version);
+}
+
+//  If-None-Match: "*" or a comma-separated list of (possibly weak) tags.
+static bool
+s_matches (const char *if_none_match, const char *etag)
+{
+    const char *scan = if_none_match;
+    size_t length = strlen (etag);
+    while (*scan) {
+        while (*scan == ' ' || *scan == ',' || *scan == '\t')
+            scan++;
+        if (*scan == '*')
+            return true;
+        if (strncmp (scan, "W/", 2) == 0)
+            scan += 2;
+        if (strncmp (scan, etag, length) == 0 && strchr (" ,\t", scan [length]))
+            return true;
+        scan += strcspn (scan, ",");
+    }
+    return false;
+}
+
+static void
+s_flight (s_reader_t *self, const char *flid_text, const char *if_none_match, s_answer_t *answer)
+{
+    int64_t flid;
+    if (!s_positive (flid_text, &flid)) {
+        s_error (answer, 400, "bad_flid", "FLID '%.32s' is not a positive whole number", flid_text);
+        return;
+    }
+    if (!s_ready (self, answer))
+        return;
+    mx_flight_t *flight = NULL;
+    char *error = NULL;
+    if (mx_flight_repo_load (self->pg, &flid, 1, false, &flight, &error)) {
+        s_failed (self, answer, error);
+        return;
+    }
+    if (!flight) {
+        s_error (answer, 404, "no_such_flight", "no flight %" PRId64, flid);
+        return;
+    }
+    s_etag (flight->state_version, answer->etag, sizeof answer->etag);
+    if (*if_none_match && s_matches (if_none_match, answer->etag))
+        answer->status = 304;
+    else {
+        json_t *doc = mx_flight_state_doc (flight, self->zone);
+        answer->body = json_dumps (doc, JSON_COMPACT);
+        json_decref (doc);
+        answer->status = 200;
+    }
+    mx_flight_destroy (&flight);
+}
+
+static void
+s_flights (s_reader_t *self, json_t *args, s_answer_t *answer)
+{
+    static const char *const known [] = { "day", "airline", "direction", "changed-since", "limit", "cursor", NULL };
+    if (!s_known_args (args, known, answer))
+        return;
+    mx_flightread_filter_t filter = { .changed_since = -1 };
+    const char *day = s_arg (args, "day");
+    if (!day) {
+        s_error (answer, 400, "bad_parameter", "day is required: /flights?day=YYYY-MM-DD");
+        return;
+    }
+    if (!s_day (day)) {
+        s_error (answer, 400, "bad_parameter", "day '%.32s' is not a date YYYY-MM-DD", day);
+        return;
+    }
+    filter.day_from = filter.day_to = day;
+    filter.airline = s_arg (args, "airline");
+    if (filter.airline && (strlen (filter.airline) < 2 || strlen (filter.airline) > 3)) {
+        s_error (answer, 400, "bad_parameter", "airline '%.32s' is not an airline code (2 or 3 characters)",
+                 filter.airline);
+        return;
+    }
+    const char *direction = s_arg (args, "direction");
+    if (direction) {
+        filter.mvin = streq (direction, "arrival") ? "A" : streq (direction, "departure") ? "D" : NULL;
+        if (!filter.mvin) {
+            s_error (answer, 400, "bad_parameter", "direction '%.32s' is neither arrival nor departure",
+                     direction);
+            return;
+        }
+    }
+    const char *since = s_arg (args, "changed-since");
+    if (since && !s_instant (since, &filter.changed_since)) {
+        s_error (answer, 400, "bad_parameter",
+                 "changed-since '%.32s' is not a UTC time YYYY-MM-DDTHH:MM:SSZ", since);
+        return;
+    }
+    int64_t limit = self->config->api_page_size;
+    const char *limit_text = s_arg (args, "limit");
+    if (limit_text) {
+        if (!s_positive (limit_text, &limit)) {
+            s_error (answer, 400, "bad_parameter", "limit '%.32s' is not a positive whole number", limit_text);
+            return;
+        }
+        if (limit > self->config->api_page_size) {
+            s_error (answer, 400, "over_limit", "limit %" PRId64 " is over the page size limit of %" PRId64
+                     " (msgx.api.page-size)", limit, self->config->api_page_size);
+            return;
+        }
+    }
+    int64_t after = 0;
+    const char *cursor = s_arg (args, "cursor");
+    if (cursor && !s_positive (cursor, &after)) {
+        s_error (answer, 400, "bad_parameter", "cursor '%.32s' is not one this API gave", cursor);
+        return;
+    }
+    if (!s_ready (self, answer))
+        return;
+    //  One more than the page tells whether another follows.
+    size_t max = (size_t) limit + 1;
+    int64_t *flids = (int64_t *) calloc (max, sizeof *flids);
+    size_t count = 0;
+    char *error = NULL;
+    if (!flids || mx_flightread_list (self->pg, &filter, after, max, flids, &count, &error)) {
+        free (flids);
+        s_failed (self, answer, error ? error : strdup ("out of memory"));
+        return;
+    }
+    bool more = count > (size_t) limit;
+    if (more)
+        count = (size_t) limit;
+    json_t *docs = json_array ();
+    if (s_append_docs (self, flids, count, docs, answer) == 0) {
+        char next [MX_PG_INT64_BUFSIZE];
+        json_t *body = json_pack ("{s:s,s:o,s:s?}", "day", day, "flights", docs,
+                                  "next_cursor", more ? mx_pg_int64_text (flids [count - 1], next) : NULL);
+        if (!more)
+            json_object_set_new (body, "next_cursor", json_null ());
+        answer->body = json_dumps (body, JSON_COMPACT);
+        json_decref (body);
+        answer->status = 200;
+    }
+    else
+        json_decref (docs);
+    free (flids);
+}
+
+//  The current operating window, read page by page so that no statement
+//  holds more than msgx.api.page-size flights.
+static void
+s_all_flights (s_reader_t *self, json_t *args, int64_t now_ms, s_answer_t *answer)
+{
+    static const char *const known [] = { NULL };
+    if (!s_known_args (args, known, answer) || !s_ready (self, answer))
+        return;
+    char from [MX_FLIGHTREAD_DAY_BUFSIZE], to [MX_FLIGHTREAD_DAY_BUFSIZE];
+    int days = (int) self->config->api_window_days;
+    char *error = NULL;
+    if (mx_flightread_day (self->pg, now_ms, self->config->operation_day_zone, -days, from, &error)
+    ||  mx_flightread_day (self->pg, now_ms, self->config->operation_day_zone, days, to, &error)) {
+        s_failed (self, answer, error);
+        return;
+    }
+    mx_flightread_filter_t filter = { .day_from = from, .day_to = to, .changed_since = -1 };
+    size_t max = (size_t) self->config->api_page_size;
+    int64_t *flids = (int64_t *) calloc (max, sizeof *flids);
+    json_t *docs = json_array ();
+    int64_t after = 0;
+    size_t count = max;
+    while (count == max) {
+        if (!flids || mx_flightread_list (self->pg, &filter, after, max, flids, &count, &error)) {
+            s_failed (self, answer, error ? error : strdup ("out of memory"));
+            break;
+        }
+        if (s_append_docs (self, flids, count, docs, answer))
+            break;
+        if (count)
+            after = flids [count - 1];
+    }
+    if (!answer->status) {
+        json_t *body = json_pack ("{s:s,s:s,s:O}", "from", from, "to", to, "flights", docs);
+        answer->body = json_dumps (body, JSON_COMPACT);
+        json_decref (body);
+        answer->status = 200;
+    }
+    json_decref (docs);
+    free (flids);
+}
+
+static void
+s_reference (s_reader_t *self, const char *list, json_t *args, s_answer_t *answer)
+{
+    static const char *const known [] = { NULL };
+    if (!s_known_args (args, known, answer))
+        return;
+    size_t length = strlen (list);
+    bool valid = length > 0 && length <= 32;
+    for (const char *scan = list; *scan && valid; scan++)
+        valid = isalnum ((unsigned char) *scan) || *scan == '_';
+    if (!valid) {
+        s_error (answer, 400, "bad_list", "reference list '%.40s' is not a list name (letters, digits, _)", list);
+        return;
+    }
+    if (!s_ready (self, answer))
+        return;
+    char *entries = NULL;
+    int64_t count = 0;
+    char *error = NULL;
+    if (mx_flightread_reference (self->pg, list, &entries, &count, &error)) {
+        s_failed (self, answer, error);
+        return;
+    }
+    if (count == 0) {
+        free (entries);
+        s_error (answer, 404, "no_such_list", "no reference list '%s' (or it holds no entry)", list);
+        return;
+    }
+    json_t *parsed = json_loads (entries, 0, NULL);
+    free (entries);
+    json_t *body = json_pack ("{s:s,s:o?}", "list", list, "entries", parsed);
+    answer->body = json_dumps (body, JSON_COMPACT);
+    json_decref (body);
+    answer->status = 200;
+}
+
+//  ---------------------------------------------------------------------
+//  Dispatch
+
+static const char *
+s_outcome_of (const s_answer_t *answer)
+{
+    switch (answer->status) {
+        case 200: return "ok";
+        case 304: return "not_modified";
+        case 404: return "not_found";
+        case 503: return "unavailable";
+        default:
+            return answer->body && strstr (answer->body, "\"over_limit\"") ? "over_limit" : "bad_request";
+    }
+}
+
+static void
+s_get (s_reader_t *self, mx_cmd_API_GET_t *get)
+{
+    s_answer_t answer = { 0 };
+    json_t *args = json_loads (get->args, 0, NULL);
+    if (!json_is_object (args)) {
+        json_decref (args);
+        args = json_object ();
+    }
+    const char *path = get->path;
+    size_t prefix = strlen (S_PATH_FLIGHTS "/");
+    if (streq (path, S_PATH_FLIGHTS))
+        s_flights (self, args, &answer);
+    else
+    if (strncmp (path, S_PATH_FLIGHTS "/", prefix) == 0) {
+        static const char *const known [] = { NULL };
+        if (s_known_args (args, known, &answer))
+            s_flight (self, path + prefix, get->etag, &answer);
+    }
+    else
+    if (streq (path, S_PATH_ALL))
+        s_all_flights (self, args, (int64_t) get->now, &answer);
+    else
+    if (strncmp (path, S_PATH_REFERENCE, strlen (S_PATH_REFERENCE)) == 0)
+        s_reference (self, path + strlen (S_PATH_REFERENCE), args, &answer);
+    else
+        s_error (&answer, 404, "no_such_path", "no such path '%.128s': the read API serves GET "
+                 S_PATH_FLIGHTS "/{flid}, " S_PATH_FLIGHTS "?day=YYYY-MM-DD, " S_PATH_ALL
+                 " and " S_PATH_REFERENCE "{list}", path);
+    json_decref (args);
+    mx_api_reader_count (s_outcome_of (&answer));
+    if (answer.status != 200 && answer.status != 304) {
+        json_t *fields = json_pack ("{s:i,s:s}", "status", answer.status, "path", path);
+        mx_log_emit (MX_LOG_INFO, self->args->name, fields, "read API refused %s with %d", path, answer.status);
+    }
+    mx_cmd_send (self->pipe, MX_CMD_API_ANSWER, get->tag, answer.status, answer.etag,
+                 answer.body ? answer.body : "");
+    free (answer.body);
+}
+
+static bool
+s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
+{
+    s_reader_t *self = (s_reader_t *) self_;
+    assert (cmd == MX_CMD_API_GET);
+    mx_cmd_API_GET_t get;
+    mx_cmd_API_GET_take (&rest, &get);
+    s_get (self, &get);
+    mx_cmd_API_GET_free (&get);
+    return true;
+}
+
+void
+mx_api_reader_actor (zsock_t *pipe, void *args)
+{
+    s_reader_t self_s = { 0 };
+    s_reader_t *self = &self_s;
+    self->pipe = pipe;
+    self->args = (const mx_api_reader_args_t *) args;
+    self->config = self->args->config;
+    mx_actor_ops_t ops = { .command = s_command };
+    mx_actor_run (pipe, NULL, &ops, self);
+    mx_pg_disconnect (&self->pg);
+    mx_tz_destroy (&self->zone);
+}

@@ -1,0 +1,514 @@
+/*  test_api - the read API against real servers: a day generated into the
+    MariaDB mailbox by msgx-gen, processed by the real msgxd into
+    PostgreSQL, then read over HTTP from the active and from a standby.
+
+    - answers equal the database: every flight of the day page by page,
+      the filters, one flight, a reference list
+    - ETag = state version, If-None-Match -> 304
+    - a standby answers as the active does
+    - bad paths and parameters -> 400/404 JSON with a reason; a page over
+      msgx.api.page-size is refused and counted in msgx_api_requests_total
+    - every answer valid against docs/api/openapi.json (mx-validate-api)
+    - msgxctl flight FLID --history on both: the same state, the messages
+      and events of the outbox
+*/
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <czmq.h>
+#include <jansson.h>
+#include <libpq-fe.h>
+
+#include "mx_testenv.h"
+#include "mx_testproc.h"
+
+#define WAIT_MS 60000
+#define DAY "2021-01-23"
+#define PAGE_SIZE 50
+#define S_TOKEN "read-api-test-token"
+
+typedef struct {
+    mx_testpg_t *pg;
+    mx_testmb_t *mb;
+    char *dir;
+    char build [1024];
+    PGconn *conn;
+    FILE *answers;                  //  for mx-validate-api
+    int token_port;                 //  the read API that wants a bearer token (0: none)
+    char *answers_path;
+} fixture_t;
+
+//  The environment of one daemon: name tells the admin socket apart.
+static char **
+s_env (fixture_t *fx, const char *name, int http_port, int api_port)
+{
+    char **env = calloc (24, sizeof *env);
+    int n = 0;
+    env [n++] = zsys_sprintf ("MSGX_PG_CONNINFO=%s", mx_testpg_conninfo (fx->pg));
+    env [n++] = zsys_sprintf ("MSGX_ADMIN_ENDPOINT=ipc://%s/admin-%s.sock", fx->dir, name);
+    env [n++] = strdup ("MSGX_PIPELINE_AUTOSTART=true");
+    env [n++] = strdup ("MSGX_PIPELINE_POLL_INTERVAL=50ms");
+    env [n++] = strdup ("MSGX_PIPELINE_CLAIM_BATCH=200");
+    env [n++] = strdup ("MSGX_PIPELINE_MAX_ATTEMPTS=1");
+    env [n++] = strdup ("MSGX_LOG_LEVEL=info");
+    env [n++] = zsys_sprintf ("MSGX_HTTP_BIND=127.0.0.1:%d", http_port);
+    env [n++] = strdup ("MSGX_API_ENABLED=true");
+    env [n++] = zsys_sprintf ("MSGX_API_BIND=127.0.0.1:%d", api_port);
+    env [n++] = zsys_sprintf ("MSGX_API_PAGE_SIZE=%d", PAGE_SIZE);
+    env [n++] = strdup ("MAILBOX_SHARED_MYSQL_ENABLED=true");
+    env [n++] = zsys_sprintf ("MAILBOX_SHARED_MYSQL_HOST=%s", mx_testmb_host (fx->mb));
+    env [n++] = zsys_sprintf ("MAILBOX_SHARED_MYSQL_PORT=%d", mx_testmb_port (fx->mb));
+    env [n++] = zsys_sprintf ("MAILBOX_SHARED_MYSQL_USER=%s", mx_testmb_user (fx->mb));
+    env [n++] = zsys_sprintf ("MAILBOX_SHARED_MYSQL_PASSWORD=%s", mx_testmb_password (fx->mb));
+    env [n++] = zsys_sprintf ("MAILBOX_SHARED_MYSQL_DATABASE=%s", mx_testmb_database (fx->mb));
+    env [n++] = strdup ("MAILBOX_SHARED_MYSQL_TIME_ZONE=+00:00");
+    env [n] = NULL;
+    return env;
+}
+
+static void
+s_env_free (char **env)
+{
+    for (int i = 0; env [i]; i++)
+        free (env [i]);
+    free (env);
+}
+
+static int
+s_setup (void **state)
+{
+    fixture_t *fx = calloc (1, sizeof *fx);
+    assert_non_null (fx);
+    const char *build = getenv ("MX_BUILD_DIR");
+    assert_non_null (build);
+    snprintf (fx->build, sizeof fx->build, "%s", build);
+    fx->pg = mx_testpg_new ();
+    fx->mb = mx_testmb_new ();
+    fx->dir = mx_testenv_tmpdir ();
+    fx->answers_path = zsys_sprintf ("%s/answers.txt", fx->dir);
+    fx->answers = fopen (fx->answers_path, "w");
+    assert_non_null (fx->answers);
+    *state = fx;
+    return 0;
+}
+
+static int
+s_teardown (void **state)
+{
+    fixture_t *fx = *state;
+    if (fx->answers)
+        fclose (fx->answers);
+    if (fx->conn)
+        PQfinish (fx->conn);
+    mx_testmb_destroy (&fx->mb);
+    mx_testpg_destroy (&fx->pg);
+    mx_testenv_rmtree (fx->dir);
+    free (fx->dir);
+    free (fx->answers_path);
+    free (fx);
+    return 0;
+}
+
+static void
+s_stop (mx_testproc_t **daemon)
+{
+    mx_testproc_signal (*daemon, SIGTERM);
+    int wstatus = 0;
+    assert_int_equal (mx_testproc_wait (*daemon, WAIT_MS, &wstatus), 0);
+    if (getenv ("MX_TEST_DUMP"))
+        fprintf (stderr, "%s", mx_testproc_stderr (*daemon));
+    assert_true (WIFEXITED (wstatus));
+    assert_int_equal (WEXITSTATUS (wstatus), 0);
+    mx_testproc_destroy (daemon);
+}
+
+//  GET path from the read API: the status, *body parsed (NULL for none),
+//  the ETag into etag (empty when none). The answer is kept for
+//  mx-validate-api under template.
+static int
+s_get (fixture_t *fx, int port, const char *path, const char *if_none_match, const char *template,
+       json_t **body, char *etag, size_t etag_size)
+{
+    char *request = zsys_sprintf ("GET %s HTTP/1.1\r\nHost: localhost\r\n%s%s%s%s"
+                                  "Connection: close\r\n\r\n", path,
+                                  if_none_match ? "If-None-Match: " : "", if_none_match ? if_none_match : "",
+                                  if_none_match ? "\r\n" : "",
+                                  port == fx->token_port ? "Authorization: Bearer " S_TOKEN "\r\n" : "");
+    char *head = NULL, *text = NULL;
+    int status = mx_testhttp_exchange (port, request, 30, &head, &text);
+    free (request);
+    if (etag) {
+        *etag = '\0';
+        const char *found = strcasestr (head, "\r\nETag: ");
+        if (found)
+            snprintf (etag, etag_size, "%.*s", (int) strcspn (found + 8, "\r\n"), found + 8);
+    }
+    *body = NULL;
+    if (status != 304) {
+        json_error_t error;
+        *body = json_loads (text, 0, &error);
+        if (!*body)
+            fail_msg ("GET %s: %d, body is not JSON (%s): %.300s", path, status, error.text, text);
+        assert_non_null (strcasestr (head, "Content-Type: application/json"));
+        if (template)
+            fprintf (fx->answers, "%d %s %s\n", status, template, text);
+    }
+    free (head);
+    free (text);
+    return status;
+}
+
+//  A refusal: status, a JSON error with this code and a reason.
+static void
+s_refused (fixture_t *fx, int port, const char *path, const char *template, int status, const char *code)
+{
+    json_t *body = NULL;
+    int got = s_get (fx, port, path, NULL, template, &body, NULL, 0);
+    json_t *error = json_object_get (body, "error");
+    const char *message = json_string_value (json_object_get (error, "message"));
+    print_message ("GET %s -> %d %s\n", path, got, message ? message : "(no message)");
+    assert_int_equal (got, status);
+    assert_string_equal (json_string_value (json_object_get (error, "code")), code);
+    assert_true (message && strlen (message) > 10);
+    json_decref (body);
+}
+
+//  "flid:state_version,..." of a list of state documents, appended to out.
+static void
+s_summarize (json_t *flights, zchunk_t *out)
+{
+    size_t i;
+    json_t *doc;
+    json_array_foreach (flights, i, doc) {
+        char item [64];
+        snprintf (item, sizeof item, "%s%" JSON_INTEGER_FORMAT ":%" JSON_INTEGER_FORMAT,
+                  zchunk_size (out) ? "," : "",
+                  json_integer_value (json_object_get (doc, "flid")),
+                  json_integer_value (json_object_get (doc, "state_version")));
+        zchunk_extend (out, item, strlen (item));
+    }
+}
+
+static void
+s_expect_sql (fixture_t *fx, const char *sql, const char *got, const char *what)
+{
+    char *expected = mx_testpg_value (fx->conn, sql);
+    if (strcmp (expected ? expected : "", got) != 0)
+        fail_msg ("%s: the API says\n  %.400s\nthe database\n  %.400s", what, got, expected);
+    free (expected);
+}
+
+//  msgxctl flight FLID --history against the daemon named name: its state
+//  equals expected, its messages and events equal the outbox's rows.
+static void
+s_ctl_flight (fixture_t *fx, const char *name, const char *flid, json_t *expected)
+{
+    char msgxctl [1200];
+    snprintf (msgxctl, sizeof msgxctl, "%s/cmd/msgxctl", fx->build);
+    char *endpoint = zsys_sprintf ("ipc://%s/admin-%s.sock", fx->dir, name);
+    const char *argv [] = { msgxctl, "--endpoint", endpoint, "flight", flid, "--history", "--json", NULL };
+    char *out = NULL, *err = NULL;
+    if (mx_testproc_run (argv, NULL, WAIT_MS, &out, &err) != 0)
+        fail_msg ("msgxctl flight %s: %s%s", flid, out, err);
+    json_t *reply = json_loads (out, 0, NULL);
+    assert_non_null (reply);
+    assert_true (json_equal (json_object_get (reply, "state"), expected));
+    zchunk_t *ids = zchunk_new (NULL, 0);
+    size_t i;
+    json_t *message;
+    json_array_foreach (json_object_get (reply, "messages"), i, message) {
+        char item [64];
+        snprintf (item, sizeof item, "%s%" JSON_INTEGER_FORMAT ":%" JSON_INTEGER_FORMAT, i ? "," : "",
+                  json_integer_value (json_object_get (message, "msg_id")),
+                  json_integer_value (json_object_get (message, "state_version")));
+        zchunk_extend (ids, item, strlen (item));
+        assert_true (json_is_string (json_object_get (message, "type")));
+        assert_true (json_is_array (json_object_get (message, "changed")));
+    }
+    zchunk_extend (ids, "", 1);
+    char *sql = zsys_sprintf ("SELECT string_agg (msg_id || ':' || state_version, ',' ORDER BY event_id)"
+                              "  FROM msg_event WHERE flid = %s AND target = 'KAFKA:msg'", flid);
+    s_expect_sql (fx, sql, (char *) zchunk_data (ids), "messages of msgxctl flight");
+    free (sql);
+    sql = zsys_sprintf ("SELECT count(*) FROM msg_event WHERE flid = %s", flid);
+    char count [32];
+    snprintf (count, sizeof count, "%zu", json_array_size (json_object_get (reply, "events")));
+    s_expect_sql (fx, sql, count, "events of msgxctl flight");
+    print_message ("msgxctl flight %s on %s: %zu messages, %s events\n", flid, name,
+                   json_array_size (json_object_get (reply, "messages")), count);
+    free (sql);
+    zchunk_destroy (&ids);
+    json_decref (reply);
+    free (out);
+    free (err);
+    //  The human form names the flight and lists what changed it.
+    const char *human [] = { msgxctl, "--endpoint", endpoint, "flight", flid, "--history", NULL };
+    assert_int_equal (mx_testproc_run (human, NULL, WAIT_MS, &out, &err), 0);
+    if (!strstr (out, "flight      ") || !strstr (out, "that changed it") || !strstr (out, "events      "))
+        fail_msg ("msgxctl flight %s:\n%s", flid, out);
+    free (out);
+    free (err);
+    free (endpoint);
+}
+
+//  Every page of path (a /flights query), as "flid:version,..." (malloc'd).
+static char *
+s_all_pages (fixture_t *fx, int port, const char *path, int *pages)
+{
+    zchunk_t *out = zchunk_new (NULL, 0);
+    char *cursor = NULL;
+    *pages = 0;
+    do {
+        char *url = cursor ? zsys_sprintf ("%s&cursor=%s", path, cursor) : strdup (path);
+        json_t *body = NULL;
+        assert_int_equal (s_get (fx, port, url, NULL, "/flights", &body, NULL, 0), 200);
+        free (url);
+        free (cursor);
+        json_t *flights = json_object_get (body, "flights");
+        assert_true (json_array_size (flights) <= PAGE_SIZE);
+        s_summarize (flights, out);
+        json_t *next = json_object_get (body, "next_cursor");
+        cursor = json_is_string (next) ? strdup (json_string_value (next)) : NULL;
+        (*pages)++;
+        json_decref (body);
+    } while (cursor);
+    zchunk_extend (out, "", 1);
+    char *text = strdup ((char *) zchunk_data (out));
+    zchunk_destroy (&out);
+    return text;
+}
+
+static void
+test_read_api (void **state)
+{
+    fixture_t *fx = *state;
+    //  A day of 120 flights with updates and reference lists, by msgx-gen.
+    char gen [1200], port [16];
+    snprintf (gen, sizeof gen, "%s/tools/msgx-gen", fx->build);
+    snprintf (port, sizeof port, "%d", mx_testmb_port (fx->mb));
+    const char *gen_argv [] = {
+        gen, "--mysql", "--seed", "7", "--flights", "120", "--per-message", "40", "--updates", "300",
+        "--reference", "10", "--day", DAY,
+        "--host", mx_testmb_host (fx->mb), "--port", port, "--user", mx_testmb_user (fx->mb),
+        "--password", mx_testmb_password (fx->mb), "--database", mx_testmb_database (fx->mb), NULL
+    };
+    char *out = NULL, *err = NULL;
+    if (mx_testproc_run (gen_argv, NULL, WAIT_MS, &out, &err) != 0)
+        fail_msg ("msgx-gen: %s%s", out, err);
+    printf ("# %s", out);
+    free (out);
+    free (err);
+
+    int http_a = mx_testenv_free_port (), api_a = mx_testenv_free_port ();
+    int http_b = mx_testenv_free_port (), api_b = mx_testenv_free_port ();
+    char msgxd [1200];
+    snprintf (msgxd, sizeof msgxd, "%s/cmd/msgxd", fx->build);
+    const char *argv [] = { msgxd, NULL };
+    char **env_a = s_env (fx, "a", http_a, api_a);
+    mx_testproc_t *active = mx_testproc_new (argv, (const char *const *) env_a);
+    if (!mx_testproc_expect_stderr (active, "role active", WAIT_MS))
+        fail_msg ("msgxd did not become active: %s", mx_testproc_stderr (active));
+    fx->conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
+    assert_int_equal (PQstatus (fx->conn), CONNECTION_OK);
+
+    //  The whole mailbox processed.
+    MYSQL *m = mx_testmb_connect (fx->mb);
+    assert_int_equal (mysql_query (m, "SELECT COUNT(*) FROM CMINMSGS"), 0);
+    MYSQL_RES *res = mysql_store_result (m);
+    char total [32];
+    snprintf (total, sizeof total, "%s", mysql_fetch_row (res) [0]);
+    mysql_free_result (res);
+    mysql_close (m);
+    const char *params [] = { total };
+    mx_testpg_wait_params (fx->conn,
+        "SELECT count(*) FILTER (WHERE state IN ('SUCCEEDED', 'SKIPPED', 'DEAD')) >= $1::bigint"
+        "   AND count(*) FILTER (WHERE state IN ('PENDING', 'FAILED')) = 0 FROM proc_state", 1, params);
+    printf ("# %s messages processed\n", total);
+
+    //  Every flight of the day, page by page, equals the database.
+    int pages = 0;
+    char *got = s_all_pages (fx, api_a, "/flights?day=" DAY, &pages);
+    s_expect_sql (fx, "SELECT string_agg (flid || ':' || state_version, ',' ORDER BY flid) FROM flight_schd"
+                      " WHERE operation_day = '" DAY "'", got, "the day");
+    printf ("# %d pages of at most %d flights\n", pages, PAGE_SIZE);
+    assert_true (pages >= 2);
+    free (got);
+    //  The filters operations use.
+    char *airline = mx_testpg_value (fx->conn, "SELECT min (alcd) FROM flight_schd");
+    char *path = zsys_sprintf ("/flights?day=" DAY "&limit=7&direction=arrival&airline=%s", airline);
+    got = s_all_pages (fx, api_a, path, &pages);
+    char *sql = zsys_sprintf ("SELECT coalesce (string_agg (flid || ':' || state_version, ',' ORDER BY flid), '')"
+                              "  FROM flight_schd WHERE operation_day = '" DAY "' AND mvin = 'A' AND alcd = '%s'",
+                              airline);
+    s_expect_sql (fx, sql, got, "arrivals of one airline");
+    free (sql);
+    free (path);
+    free (got);
+    free (airline);
+    got = s_all_pages (fx, api_a, "/flights?day=" DAY "&changed-since=2100-01-01T00:00:00Z", &pages);
+    assert_string_equal (got, "");
+    free (got);
+    got = s_all_pages (fx, api_a, "/flights?day=2021-01-22", &pages);
+    assert_string_equal (got, "");
+    free (got);
+
+    //  One flight: the state document, ETag = state version, then 304.
+    char *flid = mx_testpg_value (fx->conn,
+        "SELECT flid FROM flight_schd WHERE operation_day = '" DAY "' ORDER BY state_version DESC, flid LIMIT 1");
+    char *version = mx_testpg_value_params (fx->conn,
+        "SELECT state_version FROM flight_schd WHERE flid = $1::bigint", 1, (const char *[]) { flid });
+    path = zsys_sprintf ("/flights/%s", flid);
+    json_t *body = NULL;
+    char etag [64], expected_etag [64];
+    assert_int_equal (s_get (fx, api_a, path, NULL, "/flights/{flid}", &body, etag, sizeof etag), 200);
+    snprintf (expected_etag, sizeof expected_etag, "\"%s\"", version);
+    assert_string_equal (etag, expected_etag);
+    assert_int_equal (json_integer_value (json_object_get (body, "flid")), strtoll (flid, NULL, 10));
+    assert_int_equal (json_integer_value (json_object_get (body, "state_version")), strtoll (version, NULL, 10));
+    char *alcd = mx_testpg_value_params (fx->conn, "SELECT alcd || '/' || flno || '/' || mvin FROM flight_schd"
+                                         " WHERE flid = $1::bigint", 1, (const char *[]) { flid });
+    char *api_alcd = zsys_sprintf ("%s/%s/%s", json_string_value (json_object_get (body, "ALCD")),
+                                   json_string_value (json_object_get (body, "FLNO")),
+                                   json_string_value (json_object_get (body, "MVIN")));
+    assert_string_equal (api_alcd, alcd);
+    free (api_alcd);
+    free (alcd);
+    printf ("# flight %s: version %s, ETag %s\n", flid, version, etag);
+    json_t *again = NULL;
+    assert_int_equal (s_get (fx, api_a, path, etag, NULL, &again, NULL, 0), 304);
+    assert_null (again);
+    assert_int_equal (s_get (fx, api_a, path, "\"0\"", NULL, &again, NULL, 0), 200);
+    json_decref (again);
+    s_ctl_flight (fx, "a", flid, body);
+
+    //  A reference list equals ref_master.
+    char *list = mx_testpg_value (fx->conn, "SELECT min (rtype) FROM ref_master");
+    assert_non_null (list);
+    char *list_path = zsys_sprintf ("/reference/%s", list);
+    json_t *entries = NULL;
+    assert_int_equal (s_get (fx, api_a, list_path, NULL, "/reference/{list}", &entries, NULL, 0), 200);
+    char *count = mx_testpg_value_params (fx->conn, "SELECT count(*) FROM ref_master WHERE rtype = $1",
+                                          1, (const char *[]) { list });
+    assert_int_equal ((long long) json_array_size (json_object_get (entries, "entries")), strtoll (count, NULL, 10));
+    printf ("# reference list %s: %s entries\n", list, count);
+    json_decref (entries);
+    free (count);
+    free (list_path);
+    free (list);
+
+    //  The operating window (the injected clock is now, far from the day).
+    json_t *window = NULL;
+    assert_int_equal (s_get (fx, api_a, "/all/flights", NULL, "/all/flights", &window, NULL, 0), 200);
+    json_decref (window);
+
+    //  Refusals: JSON, a code and a reason.
+    s_refused (fx, api_a, "/flights/abc", "/flights/{flid}", 400, "bad_flid");
+    s_refused (fx, api_a, "/flights/999999999", "/flights/{flid}", 404, "no_such_flight");
+    s_refused (fx, api_a, "/flights/1?x=1", "/flights/{flid}", 400, "bad_parameter");
+    s_refused (fx, api_a, "/nothing", NULL, 404, "no_such_path");
+    s_refused (fx, api_a, "/flights", "/flights", 400, "bad_parameter");
+    s_refused (fx, api_a, "/flights?day=2021-02-30", "/flights", 400, "bad_parameter");
+    s_refused (fx, api_a, "/flights?day=" DAY "&direction=up", "/flights", 400, "bad_parameter");
+    s_refused (fx, api_a, "/flights?day=" DAY "&changed-since=yesterday", "/flights", 400, "bad_parameter");
+    s_refused (fx, api_a, "/flights?day=" DAY "&cursor=-1", "/flights", 400, "bad_parameter");
+    s_refused (fx, api_a, "/flights?day=" DAY "&dya=1", "/flights", 400, "bad_parameter");
+    s_refused (fx, api_a, "/reference/no-such", "/reference/{list}", 400, "bad_list");
+    s_refused (fx, api_a, "/reference/NOSUCHLIST", "/reference/{list}", 404, "no_such_list");
+    //  Over the limit: refused and counted.
+    s_refused (fx, api_a, "/flights?day=" DAY "&limit=51", "/flights", 400, "over_limit");
+    s_refused (fx, api_a, "/flights?day=" DAY "&limit=100000", "/flights", 400, "over_limit");
+    char *head = NULL, *metrics = NULL;
+    assert_int_equal (mx_testhttp_get (http_a, "/metrics", 30, &head, &metrics), 200);
+    char value [64];
+    mx_testhttp_sample (metrics, "msgx_api_requests_total{outcome=\"over_limit\"}", value, sizeof value);
+    assert_string_equal (value, "2");
+    mx_testhttp_sample (metrics, "msgx_api_requests_total{outcome=\"not_modified\"}", value, sizeof value);
+    assert_string_equal (value, "1");
+    free (head);
+    free (metrics);
+    //  Not a read: 405, JSON.
+    char *post_head = NULL, *post_body = NULL;
+    assert_int_equal (mx_testhttp_exchange (api_a, "DELETE /flights/1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                                            30, &post_head, &post_body), 405);
+    assert_non_null (strstr (post_body, "method_not_allowed"));
+    free (post_head);
+    free (post_body);
+
+    //  A standby answers as the active does; this one wants a bearer token.
+    char **env_b = s_env (fx, "b", http_b, api_b);
+    char *token_path = zsys_sprintf ("%s/api-token", fx->dir);
+    FILE *token = fopen (token_path, "w");
+    assert_non_null (token);
+    fprintf (token, S_TOKEN "\n");
+    fclose (token);
+    int last = 0;
+    while (env_b [last])
+        last++;
+    env_b [last] = zsys_sprintf ("MSGX_API_TOKEN_FILE=%s", token_path);
+    free (token_path);
+    mx_testproc_t *standby = mx_testproc_new (argv, (const char *const *) env_b);
+    if (!mx_testproc_expect_stderr (standby, "role standby", WAIT_MS))
+        fail_msg ("the second msgxd did not become standby: %s", mx_testproc_stderr (standby));
+    char *no_head = NULL, *no_body = NULL;
+    assert_int_equal (mx_testhttp_get (api_b, "/flights/1", 30, &no_head, &no_body), 401);
+    assert_non_null (strstr (no_body, "\"unauthorized\""));
+    free (no_head);
+    free (no_body);
+    fx->token_port = api_b;
+    json_t *from_standby = NULL;
+    char standby_etag [64];
+    assert_int_equal (s_get (fx, api_b, path, NULL, "/flights/{flid}", &from_standby, standby_etag,
+                             sizeof standby_etag), 200);
+    assert_true (json_equal (from_standby, body));
+    assert_string_equal (standby_etag, etag);
+    assert_int_equal (s_get (fx, api_b, path, etag, NULL, &again, NULL, 0), 304);
+    s_ctl_flight (fx, "b", flid, body);
+    got = s_all_pages (fx, api_b, "/flights?day=" DAY, &pages);
+    s_expect_sql (fx, "SELECT string_agg (flid || ':' || state_version, ',' ORDER BY flid) FROM flight_schd"
+                      " WHERE operation_day = '" DAY "'", got, "the day from the standby");
+    free (got);
+    json_decref (from_standby);
+    json_decref (body);
+    free (path);
+    free (flid);
+    free (version);
+    s_stop (&standby);
+    s_stop (&active);
+    s_env_free (env_a);
+    s_env_free (env_b);
+
+    //  Every answer kept matches the OpenAPI description.
+    fclose (fx->answers);
+    fx->answers = NULL;
+    const char *source = getenv ("MX_SOURCE_DIR");
+    assert_non_null (source);
+    char *script = zsys_sprintf ("%s/test/harness/mx-validate-api", source);
+    const char *validate [] = { script, fx->answers_path, NULL };
+    char *report = NULL, *problems = NULL;
+    int rc = mx_testproc_run (validate, NULL, WAIT_MS, &report, &problems);
+    printf ("# %s", report ? report : "");
+    if (rc != 0)
+        fail_msg ("answers do not match docs/api/openapi.json:\n%s%s", report ? report : "",
+                  problems ? problems : "");
+    free (report);
+    free (problems);
+    free (script);
+}
+
+int
+main (void)
+{
+    const struct CMUnitTest tests [] = {
+        cmocka_unit_test_setup_teardown (test_read_api, s_setup, s_teardown),
+    };
+    return cmocka_run_group_tests (tests, NULL, NULL);
+}
