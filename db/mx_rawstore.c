@@ -161,6 +161,22 @@ int
 mx_rawstore_keep (PGconn *conn, int64_t msg_id, const char *xml, size_t size, int64_t now_ms, char **error)
 {
     assert (conn && xml);
+    //  libpq's output buffer grows to the largest statement and never
+    //  shrinks: a large text goes by COPY in pieces instead of as one
+    //  parameter.
+    if (size > S_COPY_PIECE) {
+        mx_mailbox_text_t *kept = NULL;
+        size_t count = 0;
+        if (mx_rawstore_read_range (conn, msg_id, msg_id, 0, &kept, &count, error))
+            return -1;
+        for (size_t i = 0; i < count; i++)
+            free (kept [i].xml);
+        free (kept);
+        if (count)
+            return 0;                   //  kept already
+        mx_mailbox_text_t row = { msg_id, (char *) xml, size };
+        return mx_rawstore_keep_many (conn, &row, 1, now_ms, error);
+    }
     char id_text [MX_PG_INT64_BUFSIZE], at [48];
     s_timestamp (now_ms, at, sizeof at);
     const char *params [] = { mx_pg_int64_text (msg_id, id_text), at, xml };
