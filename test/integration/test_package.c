@@ -220,7 +220,7 @@ test_installed_msgxd_runs_as_msgx_and_msgx_admin_members_use_msgxctl (void **sta
     assert_int_equal (rd_kafka_mock_topic_create (cluster, "msgx.flight.state", 3, 1), 0);
     int port = mx_testenv_free_port ();
     //  The sample's placeholders, replaced; everything else as installed.
-    char *env [24] = {
+    char *env [32] = {
         zsys_sprintf ("MSGX_PG_CONNINFO=%s", mx_testpg_conninfo (pg)),
         zsys_sprintf ("MSGX_KAFKA_BOOTSTRAP_SERVERS=%s", mx_testkafka_bootstraps (kafka)),
         zsys_sprintf ("MSGX_HTTP_BIND=127.0.0.1:%d", port),
@@ -233,6 +233,7 @@ test_installed_msgxd_runs_as_msgx_and_msgx_admin_members_use_msgxctl (void **sta
         "MSGX_KAFKA_SECURITY_PROTOCOL=plaintext", "MSGX_KAFKA_SECURITY_SSL_CA_LOCATION=",
         "MSGX_KAFKA_SECURITY_ALLOW_PLAINTEXT=true",
         "MAILBOX_SHARED_MYSQL_SSL_MODE=disabled", "MAILBOX_SHARED_MYSQL_SSL_CA=",
+        "MAILBOX_SHARED_MYSQL_ALLOW_UNVERIFIED=true",
     };
     for (size_t i = 0; i < sizeof trusted / sizeof trusted [0]; i++)
         env [count++] = strdup (trusted [i]);
