@@ -900,19 +900,7 @@ test_locked_mailbox_blocks_nothing_else (void **state)
     //  Bounded poll until the writer's INSERT waits on the lock.
     const char *waiting = "SELECT COUNT(*) FROM information_schema.PROCESSLIST"
                           " WHERE INFO LIKE 'INSERT INTO CMINMSGS%' AND STATE LIKE 'Waiting%'";
-    int64_t deadline = zclock_mono () + IO_TIMEOUT_S * 1000;
-    while (true) {
-        if (mysql_real_query (fx->admin, waiting, strlen (waiting)))
-            fail_msg ("%s: %s", waiting, mysql_error (fx->admin));
-        MYSQL_RES *res = mysql_store_result (fx->admin);
-        bool blocked = strtoll (mysql_fetch_row (res) [0], NULL, 10) > 0;
-        mysql_free_result (res);
-        if (blocked)
-            break;
-        if (zclock_mono () > deadline)
-            fail_msg ("the compat INSERT never waited on the lock");
-        zclock_sleep (5);
-    }
+    mx_testmb_wait (fx->admin, waiting);
 
     //  A figure, not an assertion: how long the answers took meanwhile.
     reply_t reply;

@@ -616,10 +616,14 @@ test_replay_moves_exhausted_rows_back_and_they_run_again (void **state)
     mx_testpg_expect (fx->conn, "SELECT string_agg (split_part (os_user, ' [', 1) || ':' || result, ',' ORDER BY id)"
                         " FROM audit_log WHERE action = 'replay'", "ops:dry-run,ops:ok");
     //  Next to the claimed user, the peer the kernel saw: this process.
-    char *peer = zsys_sprintf ("SELECT bool_and (os_user LIKE 'ops [uid %u (%%) pid %d]') FROM audit_log"
-                               " WHERE action = 'replay'", (unsigned) getuid (), (int) getpid ());
-    mx_testpg_expect (fx->conn, peer, "t");
-    free (peer);
+    char uid [24], pid [24];
+    snprintf (uid, sizeof uid, "%u", (unsigned) getuid ());
+    snprintf (pid, sizeof pid, "%d", (int) getpid ());
+    const char *peer [] = { uid, pid };
+    char *verified = mx_testpg_value_params (fx->conn, "SELECT bool_and (os_user LIKE 'ops [uid ' || $1 || ' (%) pid '"
+                                             " || $2 || ']') FROM audit_log WHERE action = 'replay'", 2, peer);
+    assert_string_equal (verified, "t");
+    free (verified);
     zactor_destroy (&fx->control);
 }
 

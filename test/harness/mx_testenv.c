@@ -828,6 +828,26 @@ s_unbuffered_stdout (void)
 }
 
 void
+mx_testmb_wait (MYSQL *conn, const char *count_sql)
+{
+    //  MariaDB has no NOTIFY: a short poll, bounded like mx_testpg_wait.
+    int64_t deadline = zclock_mono () + 30000;
+    while (true) {
+        if (mysql_real_query (conn, count_sql, strlen (count_sql)))
+            s_fail ("%s: %s", count_sql, mysql_error (conn));
+        MYSQL_RES *res = mysql_store_result (conn);
+        MYSQL_ROW row = res ? mysql_fetch_row (res) : NULL;
+        bool done = row && row [0] && strtoll (row [0], NULL, 10) > 0;
+        mysql_free_result (res);
+        if (done)
+            return;
+        if (zclock_mono () > deadline)
+            s_fail ("condition never became true: %s", count_sql);
+        zclock_sleep (5);
+    }
+}
+
+void
 mx_testmb_configure (mx_testmb_t *mb, mx_config_t *config, const char *time_zone)
 {
     char port [16];

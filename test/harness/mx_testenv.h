@@ -199,6 +199,11 @@ char *
 void
     mx_testpg_wait_params (PGconn *conn, const char *condition, int nparams, const char *const *values);
 
+//  Waits until `count_sql` (one row, one integer column) answers above 0
+//  on a test's own MariaDB connection; fails the test after 30 s.
+void
+    mx_testmb_wait (MYSQL *conn, const char *count_sql);
+
 //  Point config at the test mailbox mb: enabled, host, port, user,
 //  password, database and the session time zone (e.g. "+00:00").
 void

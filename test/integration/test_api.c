@@ -199,12 +199,19 @@ s_summarize (json_t *flights, zchunk_t *out)
 }
 
 static void
-s_expect_sql (fixture_t *fx, const char *sql, const char *got, const char *what)
+s_expect_sql_params (fixture_t *fx, const char *sql, int nparams, const char *const *values, const char *got,
+                     const char *what)
 {
-    char *expected = mx_testpg_value (fx->conn, sql);
+    char *expected = mx_testpg_value_params (fx->conn, sql, nparams, values);
     if (strcmp (expected ? expected : "", got) != 0)
         fail_msg ("%s: the API says\n  %.400s\nthe database\n  %.400s", what, got, expected);
     free (expected);
+}
+
+static void
+s_expect_sql (fixture_t *fx, const char *sql, const char *got, const char *what)
+{
+    s_expect_sql_params (fx, sql, 0, NULL, got, what);
 }
 
 //  msgxctl flight FLID --history against the daemon named name: its state
@@ -235,17 +242,16 @@ s_ctl_flight (fixture_t *fx, const char *name, const char *flid, json_t *expecte
         assert_true (json_is_array (json_object_get (message, "changed")));
     }
     zchunk_extend (ids, "", 1);
-    char *sql = zsys_sprintf ("SELECT string_agg (msg_id || ':' || state_version, ',' ORDER BY event_id)"
-                              "  FROM msg_event WHERE flid = %s AND target = 'KAFKA:msg'", flid);
-    s_expect_sql (fx, sql, (char *) zchunk_data (ids), "messages of msgxctl flight");
-    free (sql);
-    sql = zsys_sprintf ("SELECT count(*) FROM msg_event WHERE flid = %s", flid);
+    const char *flid_param [] = { flid };
+    s_expect_sql_params (fx, "SELECT string_agg (msg_id || ':' || state_version, ',' ORDER BY event_id)"
+                             "  FROM msg_event WHERE flid = $1::bigint AND target = 'KAFKA:msg'",
+                         1, flid_param, (char *) zchunk_data (ids), "messages of msgxctl flight");
     char count [32];
     snprintf (count, sizeof count, "%zu", json_array_size (json_object_get (reply, "events")));
-    s_expect_sql (fx, sql, count, "events of msgxctl flight");
+    s_expect_sql_params (fx, "SELECT count(*) FROM msg_event WHERE flid = $1::bigint", 1, flid_param, count,
+                         "events of msgxctl flight");
     print_message ("msgxctl flight %s on %s: %zu messages, %s events\n", flid, name,
                    json_array_size (json_object_get (reply, "messages")), count);
-    free (sql);
     zchunk_destroy (&ids);
     json_decref (reply);
     free (out);
