@@ -173,7 +173,7 @@ test_admin_tcp_off_loopback_refused (void **state)
 static int
 s_ctl_curve (fixture_t *fx, const char *endpoint, const char *server, const char *cert, char **out, char **err)
 {
-    const char *argv [10] = { fx->msgxctl, "--endpoint", endpoint, "--timeout", "1000" };
+    const char *argv [12] = { fx->msgxctl, "--endpoint", endpoint, "--timeout", "1000" };
     int argc = 5;
     if (server) {
         argv [argc++] = "--curve-server";
