@@ -562,6 +562,24 @@ test_republish_day (void **state)
     zchunk_destroy (&got);
     free (live);
     zhashx_destroy (&view);
+
+    //  A job is cancelled between two steps; nothing is left running.
+    s_ctl (fx, 1, &out, "republish", "--cancel", NULL);
+    assert_non_null (strstr (out, "nothing to cancel"));
+    free (out);
+    s_ctl (fx, 0, &out, "republish", "--all", "--yes", NULL);
+    free (out);
+    s_ctl (fx, 0, &out, "republish", "--cancel", NULL);
+    assert_non_null (strstr (out, "cancelled"));
+    free (out);
+    mx_testpg_expect (fx->conn, "SELECT state || ' ' || (flights_sent < flights_total)"
+                                "  FROM republish_job ORDER BY job_id DESC LIMIT 1", "CANCELLED true");
+    s_ctl (fx, 0, &out, "status", NULL);
+    if (!strstr (out, " CANCELLED (all)"))
+        fail_msg ("status says: %s", out);
+    free (out);
+    mx_testpg_expect (fx->conn, "SELECT string_agg (result, ',' ORDER BY id) FROM audit_log"
+                                " WHERE action = 'republish'", "refused,dry-run,ok,refused,refused,ok,ok");
     free (flights);
     free (before);
     s_stop (&daemon);
