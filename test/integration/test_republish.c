@@ -53,6 +53,7 @@ typedef struct {
     rd_kafka_t *consumer;
     mx_testkafka_record_t *records;
     size_t count;
+    int http_port;              //  of the daemon started last
 } fixture_t;
 
 static char **
@@ -64,7 +65,8 @@ s_env (fixture_t *fx, const char *rate)
     env [n++] = zsys_sprintf ("MSGX_ADMIN_ENDPOINT=ipc://%s/admin.sock", fx->dir);
     env [n++] = zsys_sprintf ("MSGX_KAFKA_BOOTSTRAP_SERVERS=%s", mx_testkafka_bootstraps (fx->kafka));
     env [n++] = zsys_sprintf ("MSGX_REPUBLISH_RATE=%s", rate);
-    env [n++] = zsys_sprintf ("MSGX_HTTP_BIND=127.0.0.1:%d", mx_testenv_free_port ());
+    fx->http_port = mx_testenv_free_port ();
+    env [n++] = zsys_sprintf ("MSGX_HTTP_BIND=127.0.0.1:%d", fx->http_port);
     env [n++] = strdup ("MSGX_SCHD_FLUSH_PERIOD=100ms");
     env [n++] = strdup ("MSGX_PIPELINE_AUTOSTART=true");
     env [n++] = strdup ("MSGX_PIPELINE_POLL_INTERVAL=50ms");
@@ -182,6 +184,19 @@ s_ctl (fixture_t *fx, int expected, char **out, const char *first, ...)
     free (stderr_text);
     if (rc != expected)
         fail_msg ("msgxctl %s ...: exit %d, not %d: %s", first, rc, expected, *out);
+}
+
+//  One sample of the daemon's /metrics, as an integer.
+static int64_t
+s_metric (fixture_t *fx, const char *series)
+{
+    char *head = NULL, *body = NULL;
+    assert_int_equal (mx_testhttp_get (fx->http_port, "/metrics", 10, &head, &body), 200);
+    char value [64];
+    mx_testhttp_sample (body, series, value, sizeof value);
+    free (head);
+    free (body);
+    return (int64_t) strtod (value, NULL);
 }
 
 //  The daemon says the job is done.
@@ -434,6 +449,10 @@ test_reference_topic (void **state)
     s_expect_reference_view (fx, first, "re-published");
     mx_testpg_expect (fx->conn, "SELECT count(*) FROM audit_log WHERE action = 'republish'"
                                 " AND result IN ('dry-run', 'ok')", "2");
+    char series [128];
+    snprintf (series, sizeof series, "msgx_republish_events_total{target=\"KAFKA:ref\"}");
+    assert_int_equal (s_metric (fx, series), strtoll (entries, NULL, 10));
+    assert_true (s_metric (fx, "msgx_events_sent_total{target=\"KAFKA:ref\"}") >= 2 * strtoll (entries, NULL, 10));
     free (entries);
     s_stop (&daemon);
 }
@@ -504,6 +523,7 @@ test_republish_day (void **state)
     mx_testproc_destroy (&daemon);
     char *progress = mx_testpg_value (fx->conn, "SELECT state || ' ' || flights_sent || ' of ' || flights_total"
                                                 " || ' up to ' || cursor_flid FROM republish_job");
+    char *sent_before = mx_testpg_value (fx->conn, "SELECT flights_sent FROM republish_job");
     print_message ("killed with the job at %s\n", progress);
     mx_testpg_expect (fx->conn, "SELECT state = 'RUNNING' AND flights_sent < flights_total"
                                 " AND cursor_flid > 0 FROM republish_job", "t");
@@ -526,6 +546,11 @@ test_republish_day (void **state)
     assert_string_equal (once, "t");
     free (once);
     mx_testpg_expect (fx->conn, "SELECT flights_sent = flights_total FROM republish_job", "t");
+    //  This life of msgxd counted what it sent after the restart.
+    assert_int_equal (s_metric (fx, "msgx_republish_events_total{target=\"KAFKA:schd\"}"),
+                      day_flights - strtoll (sent_before, NULL, 10));
+    assert_int_equal (s_metric (fx, "msgx_republish_remaining"), 0);
+    free (sent_before);
     s_ctl (fx, 0, &out, "status", NULL);
     if (!strstr (out, "republish   job ") || !strstr (out, " DONE (day " DAY ")"))
         fail_msg ("status says: %s", out);
