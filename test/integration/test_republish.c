@@ -33,6 +33,7 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
+#include "mx_migrate.h"
 #include "mx_testenv.h"
 #include "mx_testproc.h"
 
@@ -55,6 +56,20 @@ typedef struct {
     size_t count;
     int http_port;              //  of the daemon started last
 } fixture_t;
+
+//  mx_testpg_wait wakes on these: every change of what the waits ask about.
+static const char *s_watch_sql =
+    "CREATE FUNCTION mx_test_watch () RETURNS trigger LANGUAGE plpgsql AS $$"
+    " BEGIN PERFORM pg_notify ('mx_test', TG_TABLE_NAME); RETURN NULL; END $$;"
+    "CREATE TRIGGER mx_test_watch AFTER INSERT OR UPDATE OR DELETE ON proc_state"
+    " FOR EACH STATEMENT EXECUTE FUNCTION mx_test_watch ();"
+    "CREATE TRIGGER mx_test_watch AFTER INSERT OR UPDATE OR DELETE ON msg_event"
+    " FOR EACH STATEMENT EXECUTE FUNCTION mx_test_watch ();"
+    "CREATE TRIGGER mx_test_watch AFTER INSERT OR UPDATE OR DELETE ON ref_master"
+    " FOR EACH STATEMENT EXECUTE FUNCTION mx_test_watch ();"
+    "CREATE TRIGGER mx_test_watch AFTER INSERT OR UPDATE ON republish_job"
+    " FOR EACH STATEMENT EXECUTE FUNCTION mx_test_watch ();"
+    "LISTEN mx_test;";
 
 static char **
 s_env (fixture_t *fx, const char *rate)
@@ -110,6 +125,12 @@ s_setup (void **state)
     fx->dir = mx_testenv_tmpdir ();
     fx->conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
     assert_int_equal (PQstatus (fx->conn), CONNECTION_OK);
+    //  The schema first, so the waits can LISTEN to its changes.
+    char *error = NULL;
+    int applied = 0;
+    if (mx_migrate_apply (fx->conn, &applied, &error))
+        fail_msg ("migrations: %s", error);
+    mx_testpg_exec (fx->conn, s_watch_sql);
     *state = fx;
     return 0;
 }
