@@ -134,12 +134,15 @@ s_republish (s_republisher_t *self, json_t *args, bool *ok)
     bool dry_run = json_is_true (json_object_get (args, "dry_run"));
     bool yes = json_is_true (json_object_get (args, "yes"));
     const char *user = json_string_value (json_object_get (args, "os_user"));
-    if (!!flid_list + !!json_object_get (args, "day") + all + cancel != 1)
-        return strdup ("republish needs exactly one of --flid N..., --day YYYY-MM-DD, --all or --cancel");
+    bool reference = json_is_true (json_object_get (args, "reference"));
+    int scopes = !!flid_list + !!json_object_get (args, "day") + all + cancel;
+    if (scopes > 1 || (scopes == 0 && !reference) || (cancel && reference))
+        return strdup ("republish needs exactly one of --flid N..., --day YYYY-MM-DD, --all, --reference"
+                       " (alone: the reference entries only) or --cancel");
     if (json_object_get (args, "day") && !s_valid_day (day))
         return strdup ("republish --day wants a date YYYY-MM-DD");
     mx_republish_scope_t scope = {
-        .day = day, .all = all, .reference = json_is_true (json_object_get (args, "reference"))
+        .day = day, .all = all, .reference = reference
     };
     int64_t *flids = NULL;
     if (flid_list) {

@@ -143,12 +143,13 @@ static const s_verb_t s_verbs [] = {
       "Registered in REQ_TRACK and sent once through COUTMSGS.\n", true },
     { MX_ADMIN_REPUBLISH, "republish",
       "republish --flid N [N...] | --day YYYY-MM-DD | --all [--reference] [--dry-run] [--yes] [--json]"
-      " | republish --cancel",
+      " | republish --reference [--dry-run] [--yes] | republish --cancel",
       "send current flight states (and reference data) to Kafka again",
       "  --flid N [N...] these flights\n"
       "  --day D        every flight of the operation day D\n"
       "  --all          every flight msgxd holds\n"
-      "  --reference    every reference entry too, to the reference topic\n"
+      "  --reference    every reference entry too, to the reference topic; alone:\n"
+      "                 the reference entries only\n"
       "  --dry-run      say how many flights and entries it would send; send nothing\n"
       "  --yes          act (without it the daemon refuses and says so)\n"
       "  --cancel       stop the running job (what it sent stays sent)\n"
@@ -1325,11 +1326,15 @@ s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_
         }
         json_object_set_new (args, admin == MX_ADMIN_REPUBLISH ? "flids" : "ids", ids);
     }
-    if (admin == MX_ADMIN_REPUBLISH
-    &&  !!json_object_get (args, "flids") + !!json_object_get (args, "day") + !!json_object_get (args, "all")
-        + !!json_object_get (args, "cancel") != 1) {
-        fprintf (stderr, "msgxctl: republish needs exactly one of --flid N..., --day YYYY-MM-DD, --all or --cancel\n");
-        return -1;
+    if (admin == MX_ADMIN_REPUBLISH) {
+        int scopes = !!json_object_get (args, "flids") + !!json_object_get (args, "day")
+                   + !!json_object_get (args, "all") + !!json_object_get (args, "cancel");
+        bool reference = !!json_object_get (args, "reference");
+        if (scopes > 1 || (scopes == 0 && !reference) || (json_object_get (args, "cancel") && reference)) {
+            fprintf (stderr, "msgxctl: republish needs exactly one of --flid N..., --day YYYY-MM-DD, --all,"
+                             " --reference (alone: the reference entries only) or --cancel\n");
+            return -1;
+        }
     }
     if (admin == MX_ADMIN_REPLAY && !!json_object_get (args, "class") == !!json_object_get (args, "ids")) {
         fprintf (stderr, "msgxctl: replay needs exactly one of --class C or --id N...\n");

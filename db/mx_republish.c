@@ -42,7 +42,7 @@ s_scope_params (const mx_republish_scope_t *scope, s_scope_params_t *params)
                                        scope->flids [i]);
         snprintf (params->flids + used, size - used, "}");
     }
-    params->values [0] = scope->count > 0 ? "flids" : scope->day ? "day" : "all";
+    params->values [0] = scope->count > 0 ? "flids" : scope->day ? "day" : scope->all ? "all" : "reference";
     params->values [1] = scope->count > 0 ? NULL : scope->day;
     params->values [2] = params->flids;
     params->values [3] = scope->reference ? "true" : "false";
@@ -306,7 +306,17 @@ int
 mx_republish_status (PGconn *conn, json_t **job, char **error)
 {
     *job = NULL;
+    //  A standby of a newer release may read a schema the active has not
+    //  migrated yet: no table, no job.
     PGresult *res = NULL;
+    if (mx_pg_exec (conn, "SELECT to_regclass ('republish_job') IS NOT NULL", 0, NULL, &res, error))
+        return -1;
+    bool exists = strcmp (PQgetvalue (res, 0, 0), "t") == 0;
+    PQclear (res);
+    if (!exists) {
+        *job = json_null ();
+        return 0;
+    }
     if (mx_pg_exec (conn,
             "SELECT json_build_object ('job_id', job_id, 'state', state, 'scope', scope, 'flids', flids,"
             " 'day', day, 'reference', reference, 'flights_total', flights_total,"

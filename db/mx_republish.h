@@ -24,8 +24,8 @@
 
 #include "mx_tz.h"
 
-//  What a job covers: exactly one of flids (count > 0), day (YYYY-MM-DD)
-//  or all; reference adds the reference entries.
+//  What a job covers: at most one of flids (count > 0), day (YYYY-MM-DD)
+//  or all; reference adds the reference entries (alone: only them).
 typedef struct {
     const int64_t *flids;
     size_t count;
@@ -69,7 +69,7 @@ int mx_republish_step (PGconn *conn, int64_t job_id, size_t limit, const mx_tz_t
                        mx_republish_step_t *step, char **error);
 
 //  The latest job for msgxctl status: *job (a new object) or json null
-//  when there was none.
+//  when there was none (or no republish_job table yet).
 int mx_republish_status (PGconn *conn, json_t **job, char **error);
 
 #endif

@@ -18,8 +18,8 @@ ALTER TABLE msg_event ADD CONSTRAINT msg_event_target_check
 -- write, so a restart goes on after the last FLID (then LIST:KEY) done.
 CREATE TABLE republish_job (
     job_id          bigserial   PRIMARY KEY,
-    scope           text        NOT NULL CHECK (scope IN ('flids', 'day', 'all')),
-    flids           bigint[],                   -- scope flids: the FLIDs asked for
+    scope           text        NOT NULL CHECK (scope IN ('flids', 'day', 'all', 'reference')),
+    flids           bigint[],                   -- scope flids: the FLIDs asked for (reference: no flight)
     day             date,                       -- scope day: the operation day
     reference       boolean     NOT NULL DEFAULT false,
     state           text        NOT NULL DEFAULT 'RUNNING'

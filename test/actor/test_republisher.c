@@ -234,6 +234,14 @@ test_cancel_between_steps (void **state)
     assert_null (s_admin (fx, "{\"cancel\":true}", &refusal));
     assert_string_equal (refusal, "no republish job runs: nothing to cancel");
     free (refusal);
+    assert_null (s_admin (fx, "{\"cancel\":true,\"reference\":true}", &refusal));
+    assert_non_null (strstr (refusal, "exactly one of"));
+    free (refusal);
+    //  The reference entries alone: no flight.
+    json_t *alone = s_admin (fx, "{\"reference\":true,\"dry_run\":true}", NULL);
+    assert_int_equal (json_integer_value (json_object_get (alone, "flights")), 0);
+    assert_int_equal (json_integer_value (json_object_get (alone, "entries")), 3);
+    json_decref (alone);
     json_decref (s_admin (fx, "{\"all\":true,\"yes\":true}", NULL));
     s_step_done (fx);
     json_t *reply = s_admin (fx, "{\"cancel\":true}", NULL);
