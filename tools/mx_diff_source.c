@@ -277,6 +277,12 @@ s_legacy_sql (const mx_diff_map_t *map, const mx_diff_window_t *window, bool mys
                   mysql ? "? AND ?" : "$1 AND $2");
     }
     mx_text_puts (&sql, where);
+    //  In key order, so the examples are the same from run to run.
+    for (size_t i = 0; i < map->key_count; i++) {
+        char column [200];
+        snprintf (column, sizeof column, "%s%s%s%s", i ? ", " : " ORDER BY ", quote, map->keys [i].column, quote);
+        mx_text_puts (&sql, column);
+    }
     return sql.data;
 }
 
