@@ -358,9 +358,13 @@ mx_diff_write_text (const json_t *report, FILE *out)
     s_flight_counts (out, report, "flights", "\n");
     size_t index;
     json_t *entry;
-    json_array_foreach (json_object_get (report, "only_msgxd"), index, entry)
-        fprintf (out, "  only in msgxd: FLID %" JSON_INTEGER_FORMAT " (%s)\n", s_int (entry, "flid", NULL),
-                 s_str (entry, "key"));
+    json_array_foreach (json_object_get (report, "only_msgxd"), index, entry) {
+        //  A business key is worth showing beside the FLID; the FLID key is not.
+        const char *key = s_str (entry, "key");
+        fprintf (out, "  only in msgxd: FLID %" JSON_INTEGER_FORMAT "%s%s%s\n", s_int (entry, "flid", NULL),
+                 strncmp (key, "FLID=", 5) ? " (" : "", strncmp (key, "FLID=", 5) ? key : "",
+                 strncmp (key, "FLID=", 5) ? ")" : "");
+    }
     json_array_foreach (json_object_get (report, "only_legacy"), index, entry)
         fprintf (out, "  only in legacy: %s\n", s_str (entry, "key"));
     if (s_int (report, "flights", "legacy_duplicates"))

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,9 @@ s_set_error (char **error, const char *format, ...)
 //  ---------------------------------------------------------------------
 //  PostgreSQL, both sides: rows one at a time (single-row mode).
 
-typedef void (s_row_fn) (void *context, const PGresult *row);
+//  A row handler returns 0 to go on, -1 to stop (its reason kept in its
+//  context): the statement is then cancelled, not read to its end.
+typedef int (s_row_fn) (void *context, const PGresult *row);
 
 static int
 s_pg_stream (PGconn *conn, const char *sql, int nparams, const char *const *params,
@@ -38,14 +41,22 @@ s_pg_stream (PGconn *conn, const char *sql, int nparams, const char *const *para
         return -1;
     }
     int rc = 0;
+    bool stopped = false;
     PGresult *res;
     while ((res = PQgetResult (conn))) {
         ExecStatusType status = PQresultStatus (res);
         if (status == PGRES_SINGLE_TUPLE) {
-            if (rc == 0)
-                row_fn (context, res);
+            if (!stopped && row_fn (context, res)) {
+                stopped = true;
+                char reason [256];
+                PGcancel *cancel = PQgetCancel (conn);
+                if (cancel) {
+                    PQcancel (cancel, reason, sizeof reason);
+                    PQfreeCancel (cancel);
+                }
+            }
         }
-        else if (status != PGRES_TUPLES_OK && rc == 0) {
+        else if (status != PGRES_TUPLES_OK && rc == 0 && !stopped) {
             mx_pg_check (conn, res, sql, error);
             rc = -1;
         }
@@ -99,13 +110,11 @@ typedef struct {
     char *error;
 } s_msgx_t;
 
-static void
+static int
 s_msgx_flight (void *context, const PGresult *row)
 {
     s_msgx_t *self = context;
     const mx_diff_map_t *map = self->map;
-    if (self->rc)
-        return;
     const char *keys [map->key_count + 1];
     const char *values [map->field_count + 1];
     char times [map->key_count + map->field_count + 1][MX_DIFF_TIME_BUFSIZE];
@@ -121,9 +130,10 @@ s_msgx_flight (void *context, const PGresult *row)
     }
     if (mx_diff_add_msgx (self->diff, mx_pg_get_int64 (row, 0, 0), keys, values, &self->error))
         self->rc = -1;
+    return self->rc;
 }
 
-static void
+static int
 s_msgx_set_row (void *context, const PGresult *row)
 {
     s_msgx_t *self = context;
@@ -131,6 +141,7 @@ s_msgx_set_row (void *context, const PGresult *row)
     char buf [MX_DIFF_TIME_BUFSIZE];
     mx_diff_set_msgx (self->diff, mx_pg_get_int64 (row, 0, 0), self->field,
                       s_msgx_value (field, mx_pg_get_text (row, 0, 1), buf), field->record == 0);
+    return 0;
 }
 
 //  The window on flight_schd as alias f; $1 (day) or $1, $2 (FLIDs).
@@ -291,7 +302,7 @@ typedef struct {
     mx_diff_t *diff;
 } s_legacy_t;
 
-static void
+static int
 s_legacy_pg_row (void *context, const PGresult *row)
 {
     s_legacy_t *self = context;
@@ -303,6 +314,7 @@ s_legacy_pg_row (void *context, const PGresult *row)
     for (size_t i = 0; i < map->field_count; i++)
         values [i] = mx_pg_get_text (row, 0, (int) (map->key_count + i));
     mx_diff_add_legacy (self->diff, keys, values);
+    return 0;
 }
 
 static int

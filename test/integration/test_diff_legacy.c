@@ -642,6 +642,10 @@ test_bad_mapping_arguments_and_connections_exit_2 (void **state)
     char *business = zsys_sprintf ("%s/by-business-key.json", fx->dir);
     s_refused ((const char *[]) { "--mapping", business, "--legacy", fx->mysql_uri, "--legacy-password-file",
                                   fx->password_file, "--flid", "1-9", NULL }, "--flid needs a mapping whose key is FLID");
+    //  More flights than msgx-diff may hold.
+    s_refused ((const char *[]) { "--mapping", good, "--legacy", fx->mysql_uri, "--legacy-password-file",
+                                  fx->password_file, "--day", DAY, "--max-flights", "5", NULL },
+               "more than 5 flights");
     //  Nobody listens there.
     char *closed = zsys_sprintf ("mysql://%s@127.0.0.1:%d/%s", mx_testmb_user (fx->mb), mx_testenv_free_port (),
                                  mx_testmb_database (fx->mb));
