@@ -46,6 +46,8 @@ s_usage (FILE *out)
         "  --legacy-ssl-mode M    disabled, required or verify-full (default verify-full,\n"
         "                         disabled for a loopback host or a socket)\n"
         "  --legacy-ssl-ca FILE --legacy-ssl-cert FILE --legacy-ssl-key FILE\n"
+        "  --allow-unverified     accept a server over the network that is not verified\n"
+        "                         (below ssl-mode verify-full, sslmode verify-ca)\n"
         "  --threshold PCT        lowest match rate that passes (%.1f)\n"
         "  --examples N           mismatch examples per field and missing flights listed (%d)\n"
         "  --timeout SECONDS      connect and statement timeout on both sides (%d)\n"
@@ -132,7 +134,7 @@ static int
 s_parse (int argc, char **argv, s_args_t *args)
 {
     enum { O_MSGX = 256, O_PASSWORD, O_SSL_MODE, O_SSL_CA, O_SSL_CERT, O_SSL_KEY, O_THRESHOLD,
-           O_EXAMPLES, O_TIMEOUT, O_MAX, O_JSON, O_HTML, O_VERSION, O_HELP, O_FLID };
+           O_EXAMPLES, O_TIMEOUT, O_MAX, O_JSON, O_HTML, O_VERSION, O_HELP, O_FLID, O_UNVERIFIED };
     static const struct option options [] = {
         { "mapping", required_argument, NULL, 'm' }, { "legacy", required_argument, NULL, 'l' },
         { "day", required_argument, NULL, 'd' }, { "flid", required_argument, NULL, O_FLID },
@@ -142,6 +144,7 @@ s_parse (int argc, char **argv, s_args_t *args)
         { "legacy-ssl-ca", required_argument, NULL, O_SSL_CA },
         { "legacy-ssl-cert", required_argument, NULL, O_SSL_CERT },
         { "legacy-ssl-key", required_argument, NULL, O_SSL_KEY },
+        { "allow-unverified", no_argument, NULL, O_UNVERIFIED },
         { "threshold", required_argument, NULL, O_THRESHOLD },
         { "examples", required_argument, NULL, O_EXAMPLES },
         { "timeout", required_argument, NULL, O_TIMEOUT },
@@ -177,6 +180,7 @@ s_parse (int argc, char **argv, s_args_t *args)
             case O_SSL_CA: args->legacy.ssl_ca = optarg; break;
             case O_SSL_CERT: args->legacy.ssl_cert = optarg; break;
             case O_SSL_KEY: args->legacy.ssl_key = optarg; break;
+            case O_UNVERIFIED: args->legacy.allow_unverified = true; break;
             case O_THRESHOLD:
                 errno = 0;
                 args->threshold = strtod (optarg, &end);
@@ -293,7 +297,8 @@ main (int argc, char **argv)
     mx_diff_t *diff = mx_diff_new (map, (size_t) args.examples, (size_t) args.max_flights);
     code = 2;
     if (conninfo
-    &&  mx_diff_source_msgx (conninfo, (int) args.timeout_s, map, &window, diff, &error) == 0
+    &&  mx_diff_source_msgx (conninfo, (int) args.timeout_s, args.legacy.allow_unverified, map, &window,
+                             diff, &error) == 0
     &&  mx_diff_source_legacy (&args.legacy, map, &window, diff, &error) == 0) {
         json_t *described = args.day ? json_pack ("{s:s}", "day", args.day)
                           : json_pack ("{s:I, s:I}", "flid_from", (json_int_t) args.flid_from,

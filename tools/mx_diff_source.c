@@ -11,6 +11,7 @@
 
 #include <mysql.h>
 
+#include "mx_config.h"
 #include "mx_pg.h"
 #include "mx_text.h"
 
@@ -65,10 +66,64 @@ s_pg_stream (PGconn *conn, const char *sql, int nparams, const char *const *para
     return rc;
 }
 
+static bool
+s_loopback (const char *host)
+{
+    return strncmp (host, "127.", 4) == 0 || strcmp (host, "::1") == 0 || strcmp (host, "localhost") == 0;
+}
+
+//  hosts as libpq takes them (comma-separated; a path or none is a Unix
+//  socket): does one of them go over the network?
+static bool
+s_remote (const char *hosts)
+{
+    if (!hosts || !*hosts)
+        return false;
+    char *copy = strdup (hosts), *save = NULL;
+    bool remote = false;
+    for (char *host = strtok_r (copy, ",", &save); host && !remote; host = strtok_r (NULL, ",", &save))
+        remote = *host != '/' && *host != '@' && !s_loopback (host);
+    free (copy);
+    return remote;
+}
+
+//  A server reached over the network must be verified, unless allowed.
+static int
+s_pg_tls_check (const char *conninfo, bool allow_unverified, const char *what, char **error)
+{
+    if (allow_unverified)
+        return 0;
+    char *parse_error = NULL;
+    PQconninfoOption *options = PQconninfoParse (conninfo, &parse_error);
+    PQfreemem (parse_error);
+    if (!options)
+        return 0;                       //  the connection says what is wrong
+    const char *host = getenv ("PGHOST"), *hostaddr = getenv ("PGHOSTADDR");
+    for (PQconninfoOption *option = options; option->keyword; option++)
+        if (option->val && *option->val && strcmp (option->keyword, "host") == 0)
+            host = option->val;
+        else
+        if (option->val && *option->val && strcmp (option->keyword, "hostaddr") == 0)
+            hostaddr = option->val;
+    bool remote = s_remote (hostaddr && *hostaddr ? hostaddr : host);
+    PQconninfoFree (options);
+    char *mode = remote ? mx_config_pg_sslmode (conninfo) : NULL;
+    int rc = 0;
+    if (mode && strcmp (mode, "verify-ca") && strcmp (mode, "verify-full")) {
+        s_set_error (error, "%s: sslmode %s does not verify the server: use sslmode=verify-full (or verify-ca)"
+                     " with sslrootcert, or --allow-unverified for a network you trust", what, mode);
+        rc = -1;
+    }
+    free (mode);
+    return rc;
+}
+
 //  One snapshot for every statement, and nothing written by mistake.
 static PGconn *
-s_pg_open (const char *conninfo, int timeout_s, const char *what, char **error)
+s_pg_open (const char *conninfo, int timeout_s, bool allow_unverified, const char *what, char **error)
 {
+    if (s_pg_tls_check (conninfo, allow_unverified, what, error))
+        return NULL;
     char *reason = NULL;
     PGconn *conn = mx_pg_connect (conninfo, "msgx-diff", (int64_t) timeout_s * 1000, &reason);
     if (conn && mx_pg_exec (conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL, NULL, &reason))
@@ -200,10 +255,11 @@ s_msgx_sets (PGconn *conn, const mx_diff_window_t *window, s_msgx_t *load, char 
 }
 
 int
-mx_diff_source_msgx (const char *conninfo, int timeout_s, const mx_diff_map_t *map,
-                     const mx_diff_window_t *window, mx_diff_t *diff, char **error)
+mx_diff_source_msgx (const char *conninfo, int timeout_s, bool allow_unverified,
+                     const mx_diff_map_t *map, const mx_diff_window_t *window, mx_diff_t *diff,
+                     char **error)
 {
-    PGconn *conn = s_pg_open (conninfo, timeout_s, "msgxd's PostgreSQL", error);
+    PGconn *conn = s_pg_open (conninfo, timeout_s, allow_unverified, "msgxd's PostgreSQL", error);
     if (!conn)
         return -1;
     mx_text_t sql = { 0 };
@@ -324,7 +380,8 @@ s_legacy_pg (const mx_diff_legacy_t *legacy, const mx_diff_map_t *map,
     char *sql = s_legacy_sql (map, window, false, error);
     if (!sql)
         return -1;
-    PGconn *conn = s_pg_open (legacy->uri, legacy->timeout_s, "the legacy PostgreSQL", error);
+    PGconn *conn = s_pg_open (legacy->uri, legacy->timeout_s, legacy->allow_unverified,
+                              "the legacy PostgreSQL", error);
     if (!conn) {
         free (sql);
         return -1;
@@ -432,12 +489,6 @@ s_read_secret (const char *path, char *secret, size_t size, char **error)
     return 0;
 }
 
-static bool
-s_loopback (const char *host)
-{
-    return strcmp (host, "127.0.0.1") == 0 || strcmp (host, "::1") == 0 || strcmp (host, "localhost") == 0;
-}
-
 static MYSQL *
 s_mysql_open (const mx_diff_legacy_t *legacy, char **error)
 {
@@ -450,6 +501,12 @@ s_mysql_open (const mx_diff_legacy_t *legacy, char **error)
     //  Verified TLS unless the server is on this host.
     const char *mode = legacy->ssl_mode ? legacy->ssl_mode
                      : (*uri.socket || s_loopback (uri.host)) ? "disabled" : "verify-full";
+    bool remote = !*uri.socket && !s_loopback (uri.host);
+    if (remote && strcmp (mode, "verify-full") && !legacy->allow_unverified) {
+        s_set_error (error, "the legacy store at %s: ssl-mode %s does not verify the server: use verify-full"
+                     " with --legacy-ssl-ca, or --allow-unverified for a network you trust", uri.host, mode);
+        return NULL;
+    }
     MYSQL *conn = mysql_init (NULL);
     if (!conn) {
         s_set_error (error, "cannot connect to the legacy store: out of memory");

@@ -646,6 +646,16 @@ test_bad_mapping_arguments_and_connections_exit_2 (void **state)
     s_refused ((const char *[]) { "--mapping", good, "--legacy", fx->mysql_uri, "--legacy-password-file",
                                   fx->password_file, "--day", DAY, "--max-flights", "5", NULL },
                "more than 5 flights");
+    //  Over the network a server must be verified (192.0.2.1 is never
+    //  reached: refused before connecting).
+    s_refused ((const char *[]) { "--mapping", good, "--legacy", "mysql://diff@192.0.2.1/aodb",
+                                  "--legacy-ssl-mode", "required", "--day", DAY, NULL },
+               "ssl-mode required does not verify the server");
+    s_refused ((const char *[]) { "--mapping", good, "--legacy", "postgresql://diff@192.0.2.1/aodb?sslmode=require",
+                                  "--day", DAY, NULL }, "sslmode require does not verify the server");
+    s_refused ((const char *[]) { "--mapping", good, "--legacy", fx->mysql_uri, "--day", DAY,
+                                  "--msgx", "host=192.0.2.1,127.0.0.1 dbname=msgx sslmode=prefer", NULL },
+               "msgxd's PostgreSQL: sslmode prefer does not verify the server");
     //  Nobody listens there.
     char *closed = zsys_sprintf ("mysql://%s@127.0.0.1:%d/%s", mx_testmb_user (fx->mb), mx_testenv_free_port (),
                                  mx_testmb_database (fx->mb));
