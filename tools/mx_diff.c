@@ -92,6 +92,14 @@ mx_diff_destroy (mx_diff_t **self_p)
     *self_p = NULL;
 }
 
+//  A text buffer's data, its spare capacity given back.
+static char *
+s_shrink (mx_text_t *text)
+{
+    char *data = realloc (text->data, text->size + 1);
+    return data ? data : text->data;
+}
+
 //  The normalised key (NULL when a part is empty: such a row matches
 //  nothing) and the label "column=value, ..." of raw values.
 static char *
@@ -112,12 +120,13 @@ s_key (const mx_diff_map_t *map, const char *const *keys, bool legacy, char **la
         mx_text_puts (&text, keys [i] ? keys [i] : "NULL");
         free (part);
     }
-    *label = text.data;
+    //  Kept for every flight of the window: no room beyond the text.
+    *label = s_shrink (&text);
     if (empty) {
         free (key.data);
         return NULL;
     }
-    return key.data;
+    return s_shrink (&key);
 }
 
 int
