@@ -1723,11 +1723,8 @@ s_check_mailbox_tls (const mx_config_t *self, zlist_t *problems, bool prod)
                    "mailbox.shared-mysql.allow-unverified = true for a network you trust");
 }
 
-//  The sslmode libpq will use: the conninfo's, else PGSSLMODE, else its
-//  default (prefer). NULL when the conninfo does not parse (msgxd reports
-//  that where it connects).
-static char *
-s_pg_sslmode (const char *conninfo)
+char *
+mx_config_pg_sslmode (const char *conninfo)
 {
     char *parse_error = NULL;
     PQconninfoOption *options = PQconninfoParse (conninfo, &parse_error);
@@ -1756,7 +1753,7 @@ s_check_pg_tls (const mx_config_t *self, zlist_t *problems, bool prod)
 {
     if (!prod || self->pg_allow_unverified)
         return;
-    char *mode = s_pg_sslmode (self->pg_conninfo);
+    char *mode = mx_config_pg_sslmode (self->pg_conninfo);
     if (mode && !streq (mode, "verify-ca") && !streq (mode, "verify-full"))
         s_problem (self, problems, S_IDX (pg_conninfo),
                    "sslmode %s does not verify the server: prod needs sslmode=verify-full (or verify-ca) "

@@ -131,6 +131,12 @@ const char *mx_config_ref_topic (const mx_config_t *self, char buf [MX_CONFIG_TO
 //  events stay in its own outbox and no topic is written.
 bool mx_config_publishes (const mx_config_t *self);
 
+//  The sslmode libpq will use for conninfo: its own, else PGSSLMODE, else
+//  libpq's default (prefer). malloc'd; NULL when the conninfo does not
+//  parse (the connection reports that). What prod's TLS rule checks, and
+//  msgx-diff with it.
+char *mx_config_pg_sslmode (const char *conninfo);
+
 //  Parse a duration as the config does. bare_ms: a bare number means
 //  milliseconds (keys ending "-ms"); otherwise a unit is required (except
 //  for 0). Returns 0 or -1.
