@@ -31,7 +31,8 @@ s_counter (const char *outcome)
     return mx_metrics_counter ("msgx_api_requests_total",
         "Requests to the read API by outcome: ok, not_modified (304), bad_request (400), not_found"
         " (404), over_limit (400: a page size over msgx.api.page-size), unavailable (503: PostgreSQL"
-        " not reached or the statement timeout hit), unauthorized (401), forbidden (403)", labels);
+        " not reached or the statement timeout hit, also a GET /all/flights stream cut short), unauthorized (401),"
+        " forbidden (403); a stream counts when it ends", labels);
 }
 
 void
@@ -53,7 +54,23 @@ typedef struct {
     const mx_config_t *config;
     PGconn *pg;                         //  lazily (re)connected
     mx_tz_t *zone;                      //  airport zone of the state documents; loaded lazily
+    zlistx_t *streams;                  //  s_stream_t *: GET /all/flights answers under way
 } s_reader_t;
+
+//  Streams open at once: each may hold two pages in http (the one being
+//  written and the next), so this bounds their memory.
+#define S_STREAMS_MAX 4
+
+//  One GET /all/flights being streamed: what the next page reads. Pages
+//  are keyset pages by FLID, each its own statement, read only when http
+//  asks for the next piece (API_MORE): memory is bounded by a page.
+typedef struct {
+    uint64_t tag;
+    char from [MX_FLIGHTREAD_DAY_BUFSIZE];
+    char to [MX_FLIGHTREAD_DAY_BUFSIZE];
+    int64_t after;                      //  the last FLID sent
+    size_t sent;                        //  flights sent so far
+} s_stream_t;
 
 //  One answer in the making.
 typedef struct {
@@ -199,10 +216,14 @@ s_known_args (json_t *args, const char *const *known, s_answer_t *answer)
 //  ---------------------------------------------------------------------
 //  Flights
 
-//  Appends the state documents of flids (in that order; a flight gone
-//  meanwhile is left out) to docs. Returns 0, or -1 with the answer set.
+//  Renders the state documents of flids (in that order; a flight gone
+//  meanwhile is left out) to out as members of a JSON array, *sent counting
+//  those written before (a comma goes before all but the first). Straight
+//  to the text: no array of documents is built. Returns 0, or -1 with the
+//  answer set.
 static int
-s_append_docs (s_reader_t *self, const int64_t *flids, size_t count, json_t *docs, s_answer_t *answer)
+s_render_docs (s_reader_t *self, const int64_t *flids, size_t count, size_t *sent, FILE *out,
+               s_answer_t *answer)
 {
     if (count == 0)
         return 0;
@@ -215,7 +236,11 @@ s_append_docs (s_reader_t *self, const int64_t *flids, size_t count, json_t *doc
     }
     for (size_t i = 0; i < count; i++)
         if (flights [i]) {
-            json_array_append_new (docs, mx_flight_state_doc (flights [i], self->zone));
+            json_t *doc = mx_flight_state_doc (flights [i], self->zone);
+            if ((*sent)++)
+                fputc (',', out);
+            json_dumpf (doc, out, JSON_COMPACT);
+            json_decref (doc);
             mx_flight_destroy (&flights [i]);
         }
     free (flights);
@@ -353,62 +378,159 @@ s_flights (s_reader_t *self, json_t *args, s_answer_t *answer)
     bool more = count > (size_t) limit;
     if (more)
         count = (size_t) limit;
-    json_t *docs = json_array ();
-    if (s_append_docs (self, flids, count, docs, answer) == 0) {
-        char next [MX_PG_INT64_BUFSIZE];
-        json_t *body = json_pack ("{s:s,s:o,s:s?}", "day", day, "flights", docs,
-                                  "next_cursor", more ? mx_pg_int64_text (flids [count - 1], next) : NULL);
-        if (!more)
-            json_object_set_new (body, "next_cursor", json_null ());
-        answer->body = json_dumps (body, JSON_COMPACT);
-        json_decref (body);
+    char *text = NULL;
+    size_t size = 0, sent = 0;
+    FILE *out = open_memstream (&text, &size);
+    if (!out) {
+        free (flids);
+        s_error (answer, 503, "unavailable", "out of memory: retry later");
+        return;
+    }
+    fprintf (out, "{\"day\":\"%s\",\"flights\":[", day);     //  checked: YYYY-MM-DD
+    int rc = s_render_docs (self, flids, count, &sent, out, answer);
+    if (more)
+        fprintf (out, "],\"next_cursor\":\"%" PRId64 "\"}", flids [count - 1]);
+    else
+        fputs ("],\"next_cursor\":null}", out);
+    fclose (out);
+    if (rc == 0) {
+        answer->body = text;
         answer->status = 200;
     }
     else
-        json_decref (docs);
+        free (text);
     free (flids);
 }
 
-//  The current operating window, read page by page so that no statement
-//  holds more than msgx.api.page-size flights.
-static void
-s_all_flights (s_reader_t *self, json_t *args, int64_t now_ms, s_answer_t *answer)
+//  The stream's next piece: head, then the next page's documents, then
+//  "]}" when the page is short (the last). Returns 1 more follows, 0 the
+//  last piece, -1 failed (the answer set, *text as far as it got).
+static int
+s_stream_piece (s_reader_t *self, s_stream_t *stream, const char *head, char **text, s_answer_t *answer)
+{
+    size_t size = 0;
+    *text = NULL;
+    FILE *out = open_memstream (text, &size);
+    if (!out) {
+        s_error (answer, 503, "unavailable", "out of memory: retry later");
+        return -1;
+    }
+    fputs (head, out);
+    size_t max = (size_t) self->config->api_page_size;
+    size_t count = 0;
+    int64_t *flids = (int64_t *) calloc (max, sizeof *flids);
+    mx_flightread_filter_t filter = { .day_from = stream->from, .day_to = stream->to, .changed_since = -1 };
+    char *error = NULL;
+    if (!flids || mx_flightread_list (self->pg, &filter, stream->after, max, flids, &count, &error))
+        s_failed (self, answer, error ? error : strdup ("out of memory"));
+    else
+    if (s_render_docs (self, flids, count, &stream->sent, out, answer) == 0 && count)
+        stream->after = flids [count - 1];
+    free (flids);
+    int state = answer->status ? -1 : count == max ? 1 : 0;
+    if (state == 0)
+        fputs ("]}", out);
+    fclose (out);
+    return state;
+}
+
+//  Sends the stream's next piece. A failure ends the document with the
+//  error object as its last member, and the response is cut short (see
+//  docs/api/openapi.json). True while the stream goes on.
+static bool
+s_stream_send (s_reader_t *self, s_stream_t *stream)
+{
+    s_answer_t answer = { 0 };
+    char *text = NULL;
+    int state = s_stream_piece (self, stream, "", &text, &answer);
+    if (state == -1) {
+        //  What was rendered of a failed page is dropped: the client gets
+        //  whole documents only.
+        free (text);
+        text = zsys_sprintf ("],%s", answer.body + 1);
+    }
+    mx_cmd_send (self->pipe, MX_CMD_API_CHUNK, stream->tag, state, text ? text : "");
+    free (text);
+    free (answer.body);
+    if (state != 1)
+        mx_api_reader_count (state == 0 ? "ok" : "unavailable");
+    return state == 1;
+}
+
+//  The current operating window, streamed page by page (no statement holds
+//  more than msgx.api.page-size flights, nor does memory). The first page
+//  is read before anything is answered, so a database that fails at once
+//  gets a plain 503. True when the stream has begun: its first API_CHUNK
+//  went in place of API_ANSWER (and the outcome is counted at its end).
+static bool
+s_all_flights (s_reader_t *self, uint64_t tag, json_t *args, int64_t now_ms, s_answer_t *answer)
 {
     static const char *const known [] = { NULL };
     if (!s_known_args (args, known, answer) || !s_ready (self, answer))
-        return;
-    char from [MX_FLIGHTREAD_DAY_BUFSIZE], to [MX_FLIGHTREAD_DAY_BUFSIZE];
+        return false;
+    if (zlistx_size (self->streams) >= S_STREAMS_MAX) {
+        s_error (answer, 503, "unavailable", "busy: %d windows are being sent already, retry later",
+                 S_STREAMS_MAX);
+        return false;
+    }
+    s_stream_t *stream = (s_stream_t *) calloc (1, sizeof *stream);
+    if (!stream) {
+        s_error (answer, 503, "unavailable", "out of memory: retry later");
+        return false;
+    }
+    stream->tag = tag;
     int days = (int) self->config->api_window_days;
     char *error = NULL;
-    if (mx_flightread_day (self->pg, now_ms, self->config->operation_day_zone, -days, from, &error)
-    ||  mx_flightread_day (self->pg, now_ms, self->config->operation_day_zone, days, to, &error)) {
+    if (mx_flightread_day (self->pg, now_ms, self->config->operation_day_zone, -days, stream->from, &error)
+    ||  mx_flightread_day (self->pg, now_ms, self->config->operation_day_zone, days, stream->to, &error)) {
         s_failed (self, answer, error);
+        free (stream);
+        return false;
+    }
+    char *head = zsys_sprintf ("{\"from\":\"%s\",\"to\":\"%s\",\"flights\":[", stream->from, stream->to);
+    char *text = NULL;
+    int state = s_stream_piece (self, stream, head, &text, answer);
+    free (head);
+    if (state == -1) {
+        free (text);
+        free (stream);
+        return false;
+    }
+    mx_cmd_send (self->pipe, MX_CMD_API_CHUNK, tag, state, text);
+    free (text);
+    if (state == 1)
+        zlistx_add_end (self->streams, stream);
+    else {
+        mx_api_reader_count ("ok");
+        free (stream);
+    }
+    return true;
+}
+
+static void
+s_stream_destroy (void **item)
+{
+    free (*item);
+    *item = NULL;
+}
+
+//  API_MORE: the next piece of a stream, or the stream dropped.
+static void
+s_more (s_reader_t *self, uint64_t tag, bool more)
+{
+    s_stream_t *stream = (s_stream_t *) zlistx_first (self->streams);
+    while (stream && stream->tag != tag)
+        stream = (s_stream_t *) zlistx_next (self->streams);
+    if (!stream)
+        return;                         //  ended meanwhile
+    if (!more) {
+        //  The client left before the end (or asked HEAD): nothing failed here.
+        mx_api_reader_count ("ok");
+        zlistx_delete (self->streams, zlistx_cursor (self->streams));
         return;
     }
-    mx_flightread_filter_t filter = { .day_from = from, .day_to = to, .changed_since = -1 };
-    size_t max = (size_t) self->config->api_page_size;
-    int64_t *flids = (int64_t *) calloc (max, sizeof *flids);
-    json_t *docs = json_array ();
-    int64_t after = 0;
-    size_t count = max;
-    while (count == max) {
-        if (!flids || mx_flightread_list (self->pg, &filter, after, max, flids, &count, &error)) {
-            s_failed (self, answer, error ? error : strdup ("out of memory"));
-            break;
-        }
-        if (s_append_docs (self, flids, count, docs, answer))
-            break;
-        if (count)
-            after = flids [count - 1];
-    }
-    if (!answer->status) {
-        json_t *body = json_pack ("{s:s,s:s,s:O}", "from", from, "to", to, "flights", docs);
-        answer->body = json_dumps (body, JSON_COMPACT);
-        json_decref (body);
-        answer->status = 200;
-    }
-    json_decref (docs);
-    free (flids);
+    if (!s_stream_send (self, stream))
+        zlistx_delete (self->streams, zlistx_cursor (self->streams));
 }
 
 static void
@@ -483,8 +605,12 @@ s_get (s_reader_t *self, mx_cmd_API_GET_t *get)
             s_flight (self, path + prefix, get->etag, &answer);
     }
     else
-    if (streq (path, S_PATH_ALL))
-        s_all_flights (self, args, (int64_t) get->now, &answer);
+    if (streq (path, S_PATH_ALL)) {
+        if (s_all_flights (self, get->tag, args, (int64_t) get->now, &answer)) {
+            json_decref (args);
+            return;                     //  streamed: counted at its end
+        }
+    }
     else
     if (strncmp (path, S_PATH_REFERENCE, strlen (S_PATH_REFERENCE)) == 0)
         s_reference (self, path + strlen (S_PATH_REFERENCE), args, &answer);
@@ -507,6 +633,13 @@ static bool
 s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
 {
     s_reader_t *self = (s_reader_t *) self_;
+    if (cmd == MX_CMD_API_MORE) {
+        mx_cmd_API_MORE_t more;
+        mx_cmd_API_MORE_take (&rest, &more);
+        s_more (self, more.tag, more.more != 0);
+        mx_cmd_API_MORE_free (&more);
+        return true;
+    }
     assert (cmd == MX_CMD_API_GET);
     mx_cmd_API_GET_t get;
     mx_cmd_API_GET_take (&rest, &get);
@@ -523,8 +656,11 @@ mx_api_reader_actor (zsock_t *pipe, void *args)
     self->pipe = pipe;
     self->args = (const mx_api_reader_args_t *) args;
     self->config = self->args->config;
+    self->streams = zlistx_new ();
+    zlistx_set_destructor (self->streams, s_stream_destroy);
     mx_actor_ops_t ops = { .command = s_command };
     mx_actor_run (pipe, NULL, &ops, self);
+    zlistx_destroy (&self->streams);
     mx_pg_disconnect (&self->pg);
     mx_tz_destroy (&self->zone);
 }

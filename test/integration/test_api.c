@@ -3,11 +3,14 @@
     PostgreSQL, then read over HTTP from the active and from a standby.
 
     - answers equal the database: every flight of the day page by page,
-      the filters, one flight, a reference list
+      the filters, one flight, a reference list, the operating window
+      streamed (chunked) over several pages
     - ETag = state version, If-None-Match -> 304
     - a standby answers as the active does
     - bad paths and parameters -> 400/404 JSON with a reason; a page over
       msgx.api.page-size is refused and counted in msgx_api_requests_total
+    - a read held up past msgx.api.statement-timeout (the test's own
+      transaction locks the table) -> 503 with the reason, counted
     - every answer valid against docs/api/openapi.json (mx-validate-api)
     - msgxctl flight FLID --history on both: the same state, the messages
       and events of the outbox
@@ -23,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include <czmq.h>
 #include <jansson.h>
@@ -34,6 +38,8 @@
 #define WAIT_MS 60000
 #define DAY "2021-01-23"
 #define PAGE_SIZE 50
+//  Flights generated for today: the window streams several pages of them.
+#define WINDOW_FLIGHTS 130
 #define S_TOKEN "read-api-test-token"
 
 typedef struct {
@@ -146,6 +152,14 @@ s_get (fixture_t *fx, int port, const char *path, const char *if_none_match, con
     char *head = NULL, *text = NULL;
     int status = mx_testhttp_exchange (port, request, 30, &head, &text);
     free (request);
+    if (strcasestr (head, "\r\nTransfer-Encoding: chunked")) {
+        //  A streamed answer (GET /all/flights) must end whole.
+        char *payload = NULL;
+        if (!mx_testhttp_dechunk (text, &payload))
+            fail_msg ("GET %s: the chunked answer was cut short: %.300s", path, text);
+        free (text);
+        text = payload;
+    }
     if (etag) {
         *etag = '\0';
         const char *found = strcasestr (head, "\r\nETag: ");
@@ -293,6 +307,72 @@ s_all_pages (fixture_t *fx, int port, const char *path, int *pages)
     return text;
 }
 
+//  GET /all/flights: chunked, whole, more flights than a page, and every
+//  flight of its window as the database has it.
+static void
+s_window (fixture_t *fx, int port)
+{
+    char *head = NULL, *text = NULL;
+    assert_int_equal (mx_testhttp_get (port, "/all/flights", 30, &head, &text), 200);
+    assert_non_null (strcasestr (head, "\r\nTransfer-Encoding: chunked"));
+    free (head);
+    free (text);
+    json_t *window = NULL;
+    assert_int_equal (s_get (fx, port, "/all/flights", NULL, "/all/flights", &window, NULL, 0), 200);
+    json_t *flights = json_object_get (window, "flights");
+    assert_true (json_array_size (flights) >= WINDOW_FLIGHTS);
+    assert_true (json_array_size (flights) > PAGE_SIZE);
+    zchunk_t *got = zchunk_new (NULL, 0);
+    s_summarize (flights, got);
+    zchunk_extend (got, "", 1);
+    const char *days [] = { json_string_value (json_object_get (window, "from")),
+                            json_string_value (json_object_get (window, "to")) };
+    s_expect_sql_params (fx, "SELECT string_agg (flid || ':' || state_version, ',' ORDER BY flid) FROM flight_schd"
+                             " WHERE operation_day BETWEEN $1::date AND $2::date", 2, days,
+                         (char *) zchunk_data (got), "the window");
+    printf ("# /all/flights %s..%s: %zu flights, pages of %d\n", days [0], days [1],
+            json_array_size (flights), PAGE_SIZE);
+    zchunk_destroy (&got);
+    json_decref (window);
+}
+
+//  The test's own transaction holds flight_schd locked: the reader's
+//  statement waits on the server until the statement timeout cancels it.
+static void
+s_locked_out (fixture_t *fx, int port, int http_port, const char *flid)
+{
+    char *head = NULL, *metrics = NULL, before [64], after [64];
+    assert_int_equal (mx_testhttp_get (http_port, "/metrics", 30, &head, &metrics), 200);
+    mx_testhttp_sample (metrics, "msgx_api_requests_total{outcome=\"unavailable\"}", before, sizeof before);
+    free (head);
+    free (metrics);
+    PGresult *res = PQexec (fx->conn, "BEGIN; LOCK TABLE flight_schd IN ACCESS EXCLUSIVE MODE");
+    assert_int_equal (PQresultStatus (res), PGRES_COMMAND_OK);
+    PQclear (res);
+    char *path = zsys_sprintf ("/flights/%s", flid);
+    const char *paths [] = { path, "/all/flights" };
+    const char *templates [] = { "/flights/{flid}", "/all/flights" };
+    for (size_t i = 0; i < 2; i++) {
+        json_t *body = NULL;
+        assert_int_equal (s_get (fx, port, paths [i], NULL, templates [i], &body, NULL, 0), 503);
+        json_t *error = json_object_get (body, "error");
+        assert_string_equal (json_string_value (json_object_get (error, "code")), "unavailable");
+        const char *message = json_string_value (json_object_get (error, "message"));
+        print_message ("GET %s with flight_schd locked -> 503 %s\n", paths [i], message);
+        assert_non_null (strstr (message, "msgx.api.statement-timeout"));
+        json_decref (body);
+    }
+    free (path);
+    res = PQexec (fx->conn, "ROLLBACK");
+    assert_int_equal (PQresultStatus (res), PGRES_COMMAND_OK);
+    PQclear (res);
+    assert_int_equal (mx_testhttp_get (http_port, "/metrics", 30, &head, &metrics), 200);
+    mx_testhttp_sample (metrics, "msgx_api_requests_total{outcome=\"unavailable\"}", after, sizeof after);
+    assert_int_equal (strtoll (after, NULL, 10), strtoll (before, NULL, 10) + 2);
+    free (head);
+    free (metrics);
+}
+
 static void
 test_read_api (void **state)
 {
@@ -310,6 +390,25 @@ test_read_api (void **state)
     char *out = NULL, *err = NULL;
     if (mx_testproc_run (gen_argv, NULL, WAIT_MS, &out, &err) != 0)
         fail_msg ("msgx-gen: %s%s", out, err);
+    printf ("# %s", out);
+    free (out);
+    free (err);
+    //  And today's flights, so that GET /all/flights (the window around
+    //  today) streams several pages.
+    char today [16], flights [16];
+    time_t now = time (NULL);
+    struct tm utc;
+    gmtime_r (&now, &utc);
+    strftime (today, sizeof today, "%Y-%m-%d", &utc);
+    snprintf (flights, sizeof flights, "%d", WINDOW_FLIGHTS);
+    const char *today_argv [] = {
+        gen, "--mysql", "--seed", "8", "--flights", flights, "--per-message", "40", "--updates", "60",
+        "--first-seqn", "500000", "--day", today,
+        "--host", mx_testmb_host (fx->mb), "--port", port, "--user", mx_testmb_user (fx->mb),
+        "--password", mx_testmb_password (fx->mb), "--database", mx_testmb_database (fx->mb), NULL
+    };
+    if (mx_testproc_run (today_argv, NULL, WAIT_MS, &out, &err) != 0)
+        fail_msg ("msgx-gen --day %s: %s%s", today, out, err);
     printf ("# %s", out);
     free (out);
     free (err);
@@ -411,10 +510,9 @@ test_read_api (void **state)
     free (list_path);
     free (list);
 
-    //  The operating window (the injected clock is now, far from the day).
-    json_t *window = NULL;
-    assert_int_equal (s_get (fx, api_a, "/all/flights", NULL, "/all/flights", &window, NULL, 0), 200);
-    json_decref (window);
+    //  The operating window around today, streamed page by page, equals
+    //  the database.
+    s_window (fx, api_a);
 
     //  Refusals: JSON, a code and a reason.
     s_refused (fx, api_a, "/flights/abc", "/flights/{flid}", 400, "bad_flid");
@@ -441,6 +539,11 @@ test_read_api (void **state)
     assert_string_equal (value, "1");
     free (head);
     free (metrics);
+    //  A read held up past msgx.api.statement-timeout (the table locked by
+    //  the test's own transaction): 503 with the reason, counted; the
+    //  stream of the window too, before anything of it was sent.
+    s_locked_out (fx, api_a, http_a, flid);
+
     //  Not a read: 405, JSON.
     char *post_head = NULL, *post_body = NULL;
     assert_int_equal (mx_testhttp_exchange (api_a, "DELETE /flights/1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
