@@ -57,6 +57,9 @@ typedef struct {
     zlistx_t *streams;                  //  s_stream_t *: GET /all/flights answers under way
 } s_reader_t;
 
+//  Most requests for one flight read together (s_command).
+#define S_BATCH_MAX 32
+
 //  Streams open at once: each may hold two pages in http (the one being
 //  written and the next), so this bounds their memory.
 #define S_STREAMS_MAX 4
@@ -216,13 +219,51 @@ s_known_args (json_t *args, const char *const *known, s_answer_t *answer)
 //  ---------------------------------------------------------------------
 //  Flights
 
+//  A JSON text in the making. json_dumpf into an open_memstream went
+//  through stdio for every token (a fifth of the time of GET /all/flights);
+//  this appends to one growing buffer.
+typedef struct {
+    char *data;
+    size_t size;
+    size_t capacity;
+    bool failed;                        //  out of memory: the text is incomplete
+} s_text_t;
+
+static int
+s_text_add (const char *bytes, size_t size, void *text_)
+{
+    s_text_t *text = (s_text_t *) text_;
+    if (text->size + size + 1 > text->capacity) {
+        size_t want = text->capacity ? text->capacity * 2 : 64 * 1024;
+        while (want < text->size + size + 1)
+            want *= 2;
+        char *data = (char *) realloc (text->data, want);
+        if (!data) {
+            text->failed = true;
+            return -1;
+        }
+        text->data = data;
+        text->capacity = want;
+    }
+    memcpy (text->data + text->size, bytes, size);
+    text->size += size;
+    text->data [text->size] = '\0';
+    return 0;
+}
+
+static void
+s_text_puts (s_text_t *text, const char *string)
+{
+    s_text_add (string, strlen (string), text);
+}
+
 //  Renders the state documents of flids (in that order; a flight gone
 //  meanwhile is left out) to out as members of a JSON array, *sent counting
 //  those written before (a comma goes before all but the first). Straight
 //  to the text: no array of documents is built. Returns 0, or -1 with the
 //  answer set.
 static int
-s_render_docs (s_reader_t *self, const int64_t *flids, size_t count, size_t *sent, FILE *out,
+s_render_docs (s_reader_t *self, const int64_t *flids, size_t count, size_t *sent, s_text_t *out,
                s_answer_t *answer)
 {
     if (count == 0)
@@ -238,8 +279,8 @@ s_render_docs (s_reader_t *self, const int64_t *flids, size_t count, size_t *sen
         if (flights [i]) {
             json_t *doc = mx_flight_state_doc (flights [i], self->zone);
             if ((*sent)++)
-                fputc (',', out);
-            json_dumpf (doc, out, JSON_COMPACT);
+                s_text_add (",", 1, out);
+            json_dump_callback (doc, s_text_add, out, JSON_COMPACT);
             json_decref (doc);
             mx_flight_destroy (&flights [i]);
         }
@@ -274,36 +315,65 @@ s_matches (const char *if_none_match, const char *etag)
     return false;
 }
 
+//  The same answer for another request (a failure shared by a batch).
 static void
-s_flight (s_reader_t *self, const char *flid_text, const char *if_none_match, s_answer_t *answer)
+s_answer_copy (s_answer_t *to, const s_answer_t *from)
 {
-    int64_t flid;
-    if (!s_positive (flid_text, &flid)) {
-        s_error (answer, 400, "bad_flid", "FLID '%.32s' is not a positive whole number", flid_text);
-        return;
+    to->status = from->status;
+    to->body = from->body ? strdup (from->body) : NULL;
+}
+
+//  GET /flights/{flid} for each of gets, answered in answers: requests
+//  that queued up together are read with one statement (see s_command).
+static void
+s_flight_batch (s_reader_t *self, mx_cmd_API_GET_t *const *gets, size_t count, s_answer_t *answers)
+{
+    assert (count <= S_BATCH_MAX);
+    int64_t flids [S_BATCH_MAX];
+    size_t asked [S_BATCH_MAX];         //  index in gets of each flid
+    size_t valid = 0;
+    size_t prefix = strlen (S_PATH_FLIGHTS "/");
+    for (size_t i = 0; i < count; i++) {
+        const char *flid_text = gets [i]->path + prefix;
+        if (s_positive (flid_text, &flids [valid]))
+            asked [valid++] = i;
+        else
+            s_error (&answers [i], 400, "bad_flid", "FLID '%.32s' is not a positive whole number", flid_text);
     }
-    if (!s_ready (self, answer))
+    if (valid == 0)
         return;
-    mx_flight_t *flight = NULL;
+    s_answer_t *first = &answers [asked [0]];
+    mx_flight_t *flights [S_BATCH_MAX] = { NULL };
     char *error = NULL;
-    if (mx_flight_repo_load (self->pg, &flid, 1, false, &flight, &error)) {
-        s_failed (self, answer, error);
+    if (!s_ready (self, first))
+        ;
+    else
+    if (mx_flight_repo_load (self->pg, flids, valid, false, flights, &error))
+        s_failed (self, first, error);
+    if (first->status) {
+        for (size_t v = 1; v < valid; v++)
+            s_answer_copy (&answers [asked [v]], first);
         return;
     }
-    if (!flight) {
-        s_error (answer, 404, "no_such_flight", "no flight %" PRId64, flid);
-        return;
+    for (size_t v = 0; v < valid; v++) {
+        s_answer_t *answer = &answers [asked [v]];
+        mx_flight_t *flight = flights [v];
+        if (!flight) {
+            s_error (answer, 404, "no_such_flight", "no flight %" PRId64, flids [v]);
+            continue;
+        }
+        const char *if_none_match = gets [asked [v]]->etag;
+        s_etag (flight->state_version, answer->etag, sizeof answer->etag);
+        if (*if_none_match && s_matches (if_none_match, answer->etag))
+            answer->status = 304;
+        else {
+            json_t *doc = mx_flight_state_doc (flight, self->zone);
+            answer->body = json_dumps (doc, JSON_COMPACT);
+            json_decref (doc);
+            answer->status = 200;
+        }
+        mx_flight_destroy (&flights [v]);
     }
-    s_etag (flight->state_version, answer->etag, sizeof answer->etag);
-    if (*if_none_match && s_matches (if_none_match, answer->etag))
-        answer->status = 304;
-    else {
-        json_t *doc = mx_flight_state_doc (flight, self->zone);
-        answer->body = json_dumps (doc, JSON_COMPACT);
-        json_decref (doc);
-        answer->status = 200;
-    }
-    mx_flight_destroy (&flight);
 }
 
 static void
@@ -378,27 +448,27 @@ s_flights (s_reader_t *self, json_t *args, s_answer_t *answer)
     bool more = count > (size_t) limit;
     if (more)
         count = (size_t) limit;
-    char *text = NULL;
-    size_t size = 0, sent = 0;
-    FILE *out = open_memstream (&text, &size);
-    if (!out) {
-        free (flids);
-        s_error (answer, 503, "unavailable", "out of memory: retry later");
-        return;
-    }
-    fprintf (out, "{\"day\":\"%s\",\"flights\":[", day);     //  checked: YYYY-MM-DD
-    int rc = s_render_docs (self, flids, count, &sent, out, answer);
+    s_text_t out = { 0 };
+    size_t sent = 0;
+    char head [64];
+    snprintf (head, sizeof head, "{\"day\":\"%s\",\"flights\":[", day);     //  checked: YYYY-MM-DD
+    s_text_puts (&out, head);
+    int rc = s_render_docs (self, flids, count, &sent, &out, answer);
+    char tail [64];
     if (more)
-        fprintf (out, "],\"next_cursor\":\"%" PRId64 "\"}", flids [count - 1]);
+        snprintf (tail, sizeof tail, "],\"next_cursor\":\"%" PRId64 "\"}", flids [count - 1]);
     else
-        fputs ("],\"next_cursor\":null}", out);
-    fclose (out);
+        snprintf (tail, sizeof tail, "],\"next_cursor\":null}");
+    s_text_puts (&out, tail);
+    if (rc == 0 && out.failed)
+        s_error (answer, 503, "unavailable", "out of memory: retry later");
+    else
     if (rc == 0) {
-        answer->body = text;
+        answer->body = out.data;
+        out.data = NULL;
         answer->status = 200;
     }
-    else
-        free (text);
+    free (out.data);
     free (flids);
 }
 
@@ -408,14 +478,8 @@ s_flights (s_reader_t *self, json_t *args, s_answer_t *answer)
 static int
 s_stream_piece (s_reader_t *self, s_stream_t *stream, const char *head, char **text, s_answer_t *answer)
 {
-    size_t size = 0;
-    *text = NULL;
-    FILE *out = open_memstream (text, &size);
-    if (!out) {
-        s_error (answer, 503, "unavailable", "out of memory: retry later");
-        return -1;
-    }
-    fputs (head, out);
+    s_text_t out = { 0 };
+    s_text_puts (&out, head);
     size_t max = (size_t) self->config->api_page_size;
     size_t count = 0;
     int64_t *flids = (int64_t *) calloc (max, sizeof *flids);
@@ -424,14 +488,15 @@ s_stream_piece (s_reader_t *self, s_stream_t *stream, const char *head, char **t
     if (!flids || mx_flightread_list (self->pg, &filter, stream->after, max, flids, &count, &error))
         s_failed (self, answer, error ? error : strdup ("out of memory"));
     else
-    if (s_render_docs (self, flids, count, &stream->sent, out, answer) == 0 && count)
+    if (s_render_docs (self, flids, count, &stream->sent, &out, answer) == 0 && count)
         stream->after = flids [count - 1];
     free (flids);
-    int state = answer->status ? -1 : count == max ? 1 : 0;
-    if (state == 0)
-        fputs ("]}", out);
-    fclose (out);
-    return state;
+    if (!answer->status && count < max)
+        s_text_puts (&out, "]}");
+    if (!answer->status && out.failed)
+        s_error (answer, 503, "unavailable", "out of memory: retry later");
+    *text = out.data;
+    return answer->status ? -1 : count == max ? 1 : 0;
 }
 
 //  Sends the stream's next piece. A failure ends the document with the
@@ -496,7 +561,7 @@ s_all_flights (s_reader_t *self, uint64_t tag, json_t *args, int64_t now_ms, s_a
         free (stream);
         return false;
     }
-    mx_cmd_send (self->pipe, MX_CMD_API_CHUNK, tag, state, text);
+    mx_cmd_send (self->pipe, MX_CMD_API_CHUNK, tag, state, text ? text : "");
     free (text);
     if (state == 1)
         zlistx_add_end (self->streams, stream);
@@ -585,6 +650,22 @@ s_outcome_of (const s_answer_t *answer)
     }
 }
 
+//  Counts, logs a refusal, sends the answer and frees its body.
+static void
+s_reply (s_reader_t *self, const mx_cmd_API_GET_t *get, s_answer_t *answer)
+{
+    mx_api_reader_count (s_outcome_of (answer));
+    if (answer->status != 200 && answer->status != 304) {
+        json_t *fields = json_pack ("{s:i,s:s}", "status", answer->status, "path", get->path);
+        mx_log_emit (MX_LOG_INFO, self->args->name, fields, "read API refused %s with %d", get->path,
+                     answer->status);
+    }
+    mx_cmd_send (self->pipe, MX_CMD_API_ANSWER, get->tag, answer->status, answer->etag,
+                 answer->body ? answer->body : "");
+    free (answer->body);
+    answer->body = NULL;
+}
+
 static void
 s_get (s_reader_t *self, mx_cmd_API_GET_t *get)
 {
@@ -602,7 +683,7 @@ s_get (s_reader_t *self, mx_cmd_API_GET_t *get)
     if (strncmp (path, S_PATH_FLIGHTS "/", prefix) == 0) {
         static const char *const known [] = { NULL };
         if (s_known_args (args, known, &answer))
-            s_flight (self, path + prefix, get->etag, &answer);
+            s_flight_batch (self, &get, 1, &answer);
     }
     else
     if (streq (path, S_PATH_ALL)) {
@@ -619,14 +700,76 @@ s_get (s_reader_t *self, mx_cmd_API_GET_t *get)
                  S_PATH_FLIGHTS "/{flid}, " S_PATH_FLIGHTS "?day=YYYY-MM-DD, " S_PATH_ALL
                  " and " S_PATH_REFERENCE "{list}", path);
     json_decref (args);
-    mx_api_reader_count (s_outcome_of (&answer));
-    if (answer.status != 200 && answer.status != 304) {
-        json_t *fields = json_pack ("{s:i,s:s}", "status", answer.status, "path", path);
-        mx_log_emit (MX_LOG_INFO, self->args->name, fields, "read API refused %s with %d", path, answer.status);
+    s_reply (self, get, &answer);
+}
+
+static bool
+    s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest);
+
+//  One GET /flights/{flid} without parameters: what a batch is made of.
+static bool
+s_one_flight (const mx_cmd_API_GET_t *get)
+{
+    return strncmp (get->path, S_PATH_FLIGHTS "/", strlen (S_PATH_FLIGHTS "/")) == 0
+        && streq (get->args, "{}");
+}
+
+//  A request for one flight, and those that queued up behind it on the
+//  pipe meanwhile (up to S_BATCH_MAX): one statement reads them all, so a
+//  burst costs one round trip to PostgreSQL instead of one each. Answered
+//  in the order they came, as http expects. The first command that is not
+//  such a request ends the batch and is handled right after it. False
+//  when the actor must stop.
+static bool
+s_get_batch (s_reader_t *self, mx_cmd_API_GET_t *get)
+{
+    mx_cmd_API_GET_t taken [S_BATCH_MAX];
+    mx_cmd_API_GET_t *batch [S_BATCH_MAX] = { get };
+    size_t count = 1;
+    mx_cmd_t pending_cmd = MX_CMD_UNKNOWN;
+    zmsg_t *pending = NULL;             //  the command that ended the batch
+    bool other_get = false, interrupted = false;
+    while (count < S_BATCH_MAX && (zsock_events (self->pipe) & ZMQ_POLLIN)) {
+        zmsg_t *rest = NULL;
+        mx_cmd_t next = mx_cmd_recv (self->pipe, &rest);
+        if (!rest) {
+            interrupted = true;
+            break;
+        }
+        if (next != MX_CMD_API_GET) {
+            pending_cmd = next;
+            pending = rest;
+            break;
+        }
+        mx_cmd_API_GET_take (&rest, &taken [count]);
+        if (!s_one_flight (&taken [count])) {
+            other_get = true;
+            break;
+        }
+        batch [count] = &taken [count];
+        count++;
     }
-    mx_cmd_send (self->pipe, MX_CMD_API_ANSWER, get->tag, answer.status, answer.etag,
-                 answer.body ? answer.body : "");
-    free (answer.body);
+    s_answer_t answers [S_BATCH_MAX];
+    memset (answers, 0, sizeof answers);
+    s_flight_batch (self, batch, count, answers);
+    for (size_t i = 0; i < count; i++) {
+        s_reply (self, batch [i], &answers [i]);
+        if (i > 0)
+            mx_cmd_API_GET_free (batch [i]);
+    }
+    if (other_get) {
+        s_get (self, &taken [count]);
+        mx_cmd_API_GET_free (&taken [count]);
+    }
+    if (interrupted)
+        return false;
+    if (!pending)
+        return true;
+    if (pending_cmd == MX_CMD_TERM) {
+        mx_cmd_done (&pending);
+        return false;
+    }
+    return s_command (self, pending_cmd, pending);
 }
 
 static bool
@@ -643,9 +786,13 @@ s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
     assert (cmd == MX_CMD_API_GET);
     mx_cmd_API_GET_t get;
     mx_cmd_API_GET_take (&rest, &get);
-    s_get (self, &get);
+    bool running = true;
+    if (s_one_flight (&get))
+        running = s_get_batch (self, &get);
+    else
+        s_get (self, &get);
     mx_cmd_API_GET_free (&get);
-    return true;
+    return running;
 }
 
 void
