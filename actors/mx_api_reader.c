@@ -257,34 +257,41 @@ s_text_puts (s_text_t *text, const char *string)
     s_text_add (string, strlen (string), text);
 }
 
-//  Renders the state documents of flids (in that order; a flight gone
-//  meanwhile is left out) to out as members of a JSON array, *sent counting
-//  those written before (a comma goes before all but the first). Straight
-//  to the text: no array of documents is built. Returns 0, or -1 with the
-//  answer set.
+//  What s_render_one adds to.
+typedef struct {
+    s_reader_t *self;
+    s_text_t *out;
+    size_t *sent;
+} s_render_t;
+
+static void
+s_render_one (mx_flight_t *flight, void *arg)
+{
+    s_render_t *render = (s_render_t *) arg;
+    json_t *doc = mx_flight_state_doc (flight, render->self->zone);
+    if ((*render->sent)++)
+        s_text_add (",", 1, render->out);
+    json_dump_callback (doc, s_text_add, render->out, JSON_COMPACT);
+    json_decref (doc);
+    mx_flight_destroy (&flight);
+}
+
+//  Renders the state documents of flids (ascending; a flight gone
+//  meanwhile is left out) to out as members of a JSON array, *sent
+//  counting those written before (a comma goes before all but the first).
+//  Each is rendered as its row arrives, while PostgreSQL reads the next,
+//  and straight to the text: no array of documents is built. Returns 0,
+//  or -1 with the answer set.
 static int
 s_render_docs (s_reader_t *self, const int64_t *flids, size_t count, size_t *sent, s_text_t *out,
                s_answer_t *answer)
 {
-    if (count == 0)
-        return 0;
-    mx_flight_t **flights = (mx_flight_t **) calloc (count, sizeof *flights);
+    s_render_t render = { .self = self, .out = out, .sent = sent };
     char *error = NULL;
-    if (!flights || mx_flight_repo_load (self->pg, flids, count, false, flights, &error)) {
-        free (flights);
-        s_failed (self, answer, error ? error : strdup ("out of memory"));
+    if (mx_flight_repo_load_each (self->pg, flids, count, s_render_one, &render, &error)) {
+        s_failed (self, answer, error);
         return -1;
     }
-    for (size_t i = 0; i < count; i++)
-        if (flights [i]) {
-            json_t *doc = mx_flight_state_doc (flights [i], self->zone);
-            if ((*sent)++)
-                s_text_add (",", 1, out);
-            json_dump_callback (doc, s_text_add, out, JSON_COMPACT);
-            json_decref (doc);
-            mx_flight_destroy (&flights [i]);
-        }
-    free (flights);
     return 0;
 }
 

@@ -787,6 +787,61 @@ s_exec_named (PGconn *conn, const char *sql, int nparams, const char *const *val
     return rc;
 }
 
+int
+mx_flight_repo_load_each (PGconn *conn, const int64_t *flids, size_t count,
+                          mx_flight_repo_each_fn *each, void *arg, char **error)
+{
+    assert (conn && each);
+    if (count == 0)
+        return 0;
+    pthread_once (&s_sql_once, s_sql_build);
+    s_named_t *named = s_named_for (conn);
+    const char *name = (const char *) zhashx_lookup (named->names, s_sql.load);
+    if (!name && zhashx_size (named->names) < S_NAMED_MAX) {
+        char *fresh = zsys_sprintf ("mxf%zu", named->next++);
+        PGresult *prepared = PQprepare (conn, fresh, s_sql.load, s_sql.load_params, NULL);
+        int rc = mx_pg_check (conn, prepared, s_sql.load, error);
+        PQclear (prepared);
+        if (rc) {
+            free (fresh);
+            return -1;
+        }
+        zhashx_insert (named->names, s_sql.load, fresh);
+        name = fresh;
+    }
+    char *array = s_bigint_array (flids, count);
+    const char *values [1 + MX_SET_COUNT] = { array };
+    for (int k = 0; k < MX_SET_COUNT; k++)
+        if (s_sql.load_kind_param [k])
+            values [s_sql.load_kind_param [k] - 1] = mx_set_info ((mx_set_kind_t) k)->element;
+    int sent = name ? PQsendQueryPrepared (conn, name, s_sql.load_params, values, NULL, NULL, 0)
+                    : PQsendQueryParams (conn, s_sql.load, s_sql.load_params, NULL, values, NULL, NULL, 0);
+    free (array);
+    if (!sent || !PQsetSingleRowMode (conn)) {
+        s_error (error, "cannot send the flight load: %s", PQerrorMessage (conn));
+        PGresult *res;
+        while (sent && (res = PQgetResult (conn)) != NULL)
+            PQclear (res);
+        return -1;
+    }
+    int rc = 0;
+    PGresult *res;
+    while ((res = PQgetResult (conn)) != NULL) {
+        if (rc == 0 && PQresultStatus (res) == PGRES_SINGLE_TUPLE) {
+            mx_flight_t *flight = s_flight_read (res, 0, mx_pg_get_int64 (res, 0, S_COL_FLID), error);
+            if (flight)
+                each (flight, arg);
+            else
+                rc = -1;
+        }
+        else
+        if (rc == 0 && mx_pg_check (conn, res, s_sql.load, error))
+            rc = -1;
+        PQclear (res);
+    }
+    return rc;
+}
+
 //  Send every statement, one Sync, then read every result: one round trip.
 //  After the first failure the server skips the rest (PIPELINE_ABORTED);
 //  the caller's transaction is then failed and is rolled back by the caller.
