@@ -42,6 +42,14 @@ mx_api_reader_register_metrics (void)
         s_counter (s_outcomes [i]);
 }
 
+static mx_api_reader_page_fn *s_page_hook;
+
+void
+mx_api_reader_set_page_hook (mx_api_reader_page_fn *hook)
+{
+    s_page_hook = hook;
+}
+
 void
 mx_api_reader_count (const char *outcome)
 {
@@ -514,6 +522,8 @@ s_stream_send (s_reader_t *self, s_stream_t *stream)
 {
     s_answer_t answer = { 0 };
     char *text = NULL;
+    if (s_page_hook)
+        s_page_hook ();
     int state = s_stream_piece (self, stream, "", &text, &answer);
     if (state == -1) {
         //  What was rendered of a failed page is dropped: the client gets

@@ -45,4 +45,11 @@ void
 void
     mx_api_reader_actor (zsock_t *pipe, void *args);
 
+//  Called before each page of a GET /all/flights stream but the first,
+//  when set. Only the test tree's msgxd-hooked sets one (before the actors
+//  start), to hold a stream between its pages.
+typedef void (mx_api_reader_page_fn) (void);
+void
+    mx_api_reader_set_page_hook (mx_api_reader_page_fn *hook);
+
 #endif
