@@ -31,7 +31,8 @@ s_counter (const char *outcome)
     return mx_metrics_counter ("msgx_api_requests_total",
         "Requests to the read API by outcome: ok, not_modified (304), bad_request (400), not_found"
         " (404), over_limit (400: a page size over msgx.api.page-size), unavailable (503: PostgreSQL"
-        " not reached or the statement timeout hit), unauthorized (401), forbidden (403)", labels);
+        " not reached or the statement timeout hit, also a GET /all/flights stream cut short), unauthorized (401),"
+        " forbidden (403); a stream counts when it ends", labels);
 }
 
 void
@@ -39,6 +40,14 @@ mx_api_reader_register_metrics (void)
 {
     for (size_t i = 0; i < sizeof s_outcomes / sizeof s_outcomes [0]; i++)
         s_counter (s_outcomes [i]);
+}
+
+static mx_api_reader_page_fn *s_page_hook;
+
+void
+mx_api_reader_set_page_hook (mx_api_reader_page_fn *hook)
+{
+    s_page_hook = hook;
 }
 
 void
@@ -53,7 +62,26 @@ typedef struct {
     const mx_config_t *config;
     PGconn *pg;                         //  lazily (re)connected
     mx_tz_t *zone;                      //  airport zone of the state documents; loaded lazily
+    zlistx_t *streams;                  //  s_stream_t *: GET /all/flights answers under way
 } s_reader_t;
+
+//  Most requests for one flight read together (s_command).
+#define S_BATCH_MAX 32
+
+//  Streams open at once: each may hold two pages in http (the one being
+//  written and the next), so this bounds their memory.
+#define S_STREAMS_MAX 4
+
+//  One GET /all/flights being streamed: what the next page reads. Pages
+//  are keyset pages by FLID, each its own statement, read only when http
+//  asks for the next piece (API_MORE): memory is bounded by a page.
+typedef struct {
+    uint64_t tag;
+    char from [MX_FLIGHTREAD_DAY_BUFSIZE];
+    char to [MX_FLIGHTREAD_DAY_BUFSIZE];
+    int64_t after;                      //  the last FLID sent
+    size_t sent;                        //  flights sent so far
+} s_stream_t;
 
 //  One answer in the making.
 typedef struct {
@@ -199,26 +227,79 @@ s_known_args (json_t *args, const char *const *known, s_answer_t *answer)
 //  ---------------------------------------------------------------------
 //  Flights
 
-//  Appends the state documents of flids (in that order; a flight gone
-//  meanwhile is left out) to docs. Returns 0, or -1 with the answer set.
+//  A JSON text in the making. json_dumpf into an open_memstream went
+//  through stdio for every token (a fifth of the time of GET /all/flights);
+//  this appends to one growing buffer.
+typedef struct {
+    char *data;
+    size_t size;
+    size_t capacity;
+    bool failed;                        //  out of memory: the text is incomplete
+} s_text_t;
+
 static int
-s_append_docs (s_reader_t *self, const int64_t *flids, size_t count, json_t *docs, s_answer_t *answer)
+s_text_add (const char *bytes, size_t size, void *text_)
 {
-    if (count == 0)
-        return 0;
-    mx_flight_t **flights = (mx_flight_t **) calloc (count, sizeof *flights);
+    s_text_t *text = (s_text_t *) text_;
+    if (text->size + size + 1 > text->capacity) {
+        size_t want = text->capacity ? text->capacity * 2 : 64 * 1024;
+        while (want < text->size + size + 1)
+            want *= 2;
+        char *data = (char *) realloc (text->data, want);
+        if (!data) {
+            text->failed = true;
+            return -1;
+        }
+        text->data = data;
+        text->capacity = want;
+    }
+    memcpy (text->data + text->size, bytes, size);
+    text->size += size;
+    text->data [text->size] = '\0';
+    return 0;
+}
+
+static void
+s_text_puts (s_text_t *text, const char *string)
+{
+    s_text_add (string, strlen (string), text);
+}
+
+//  What s_render_one adds to.
+typedef struct {
+    s_reader_t *self;
+    s_text_t *out;
+    size_t *sent;
+} s_render_t;
+
+static void
+s_render_one (mx_flight_t *flight, void *arg)
+{
+    s_render_t *render = (s_render_t *) arg;
+    json_t *doc = mx_flight_state_doc (flight, render->self->zone);
+    if ((*render->sent)++)
+        s_text_add (",", 1, render->out);
+    json_dump_callback (doc, s_text_add, render->out, JSON_COMPACT);
+    json_decref (doc);
+    mx_flight_destroy (&flight);
+}
+
+//  Renders the state documents of flids (ascending; a flight gone
+//  meanwhile is left out) to out as members of a JSON array, *sent
+//  counting those written before (a comma goes before all but the first).
+//  Each is rendered as its row arrives, while PostgreSQL reads the next,
+//  and straight to the text: no array of documents is built. Returns 0,
+//  or -1 with the answer set.
+static int
+s_render_docs (s_reader_t *self, const int64_t *flids, size_t count, size_t *sent, s_text_t *out,
+               s_answer_t *answer)
+{
+    s_render_t render = { .self = self, .out = out, .sent = sent };
     char *error = NULL;
-    if (!flights || mx_flight_repo_load (self->pg, flids, count, false, flights, &error)) {
-        free (flights);
-        s_failed (self, answer, error ? error : strdup ("out of memory"));
+    if (mx_flight_repo_load_each (self->pg, flids, count, s_render_one, &render, &error)) {
+        s_failed (self, answer, error);
         return -1;
     }
-    for (size_t i = 0; i < count; i++)
-        if (flights [i]) {
-            json_array_append_new (docs, mx_flight_state_doc (flights [i], self->zone));
-            mx_flight_destroy (&flights [i]);
-        }
-    free (flights);
     return 0;
 }
 
@@ -249,36 +330,65 @@ s_matches (const char *if_none_match, const char *etag)
     return false;
 }
 
+//  The same answer for another request (a failure shared by a batch).
 static void
-s_flight (s_reader_t *self, const char *flid_text, const char *if_none_match, s_answer_t *answer)
+s_answer_copy (s_answer_t *to, const s_answer_t *from)
 {
-    int64_t flid;
-    if (!s_positive (flid_text, &flid)) {
-        s_error (answer, 400, "bad_flid", "FLID '%.32s' is not a positive whole number", flid_text);
-        return;
+    to->status = from->status;
+    to->body = from->body ? strdup (from->body) : NULL;
+}
+
+//  GET /flights/{flid} for each of gets, answered in answers: requests
+//  that queued up together are read with one statement (see s_command).
+static void
+s_flight_batch (s_reader_t *self, mx_cmd_API_GET_t *const *gets, size_t count, s_answer_t *answers)
+{
+    assert (count <= S_BATCH_MAX);
+    int64_t flids [S_BATCH_MAX];
+    size_t asked [S_BATCH_MAX];         //  index in gets of each flid
+    size_t valid = 0;
+    size_t prefix = strlen (S_PATH_FLIGHTS "/");
+    for (size_t i = 0; i < count; i++) {
+        const char *flid_text = gets [i]->path + prefix;
+        if (s_positive (flid_text, &flids [valid]))
+            asked [valid++] = i;
+        else
+            s_error (&answers [i], 400, "bad_flid", "FLID '%.32s' is not a positive whole number", flid_text);
     }
-    if (!s_ready (self, answer))
+    if (valid == 0)
         return;
-    mx_flight_t *flight = NULL;
+    s_answer_t *first = &answers [asked [0]];
+    mx_flight_t *flights [S_BATCH_MAX] = { NULL };
     char *error = NULL;
-    if (mx_flight_repo_load (self->pg, &flid, 1, false, &flight, &error)) {
-        s_failed (self, answer, error);
+    if (!s_ready (self, first))
+        ;
+    else
+    if (mx_flight_repo_load (self->pg, flids, valid, false, flights, &error))
+        s_failed (self, first, error);
+    if (first->status) {
+        for (size_t v = 1; v < valid; v++)
+            s_answer_copy (&answers [asked [v]], first);
         return;
     }
-    if (!flight) {
-        s_error (answer, 404, "no_such_flight", "no flight %" PRId64, flid);
-        return;
+    for (size_t v = 0; v < valid; v++) {
+        s_answer_t *answer = &answers [asked [v]];
+        mx_flight_t *flight = flights [v];
+        if (!flight) {
+            s_error (answer, 404, "no_such_flight", "no flight %" PRId64, flids [v]);
+            continue;
+        }
+        const char *if_none_match = gets [asked [v]]->etag;
+        s_etag (flight->state_version, answer->etag, sizeof answer->etag);
+        if (*if_none_match && s_matches (if_none_match, answer->etag))
+            answer->status = 304;
+        else {
+            json_t *doc = mx_flight_state_doc (flight, self->zone);
+            answer->body = json_dumps (doc, JSON_COMPACT);
+            json_decref (doc);
+            answer->status = 200;
+        }
+        mx_flight_destroy (&flights [v]);
     }
-    s_etag (flight->state_version, answer->etag, sizeof answer->etag);
-    if (*if_none_match && s_matches (if_none_match, answer->etag))
-        answer->status = 304;
-    else {
-        json_t *doc = mx_flight_state_doc (flight, self->zone);
-        answer->body = json_dumps (doc, JSON_COMPACT);
-        json_decref (doc);
-        answer->status = 200;
-    }
-    mx_flight_destroy (&flight);
 }
 
 static void
@@ -353,62 +463,156 @@ s_flights (s_reader_t *self, json_t *args, s_answer_t *answer)
     bool more = count > (size_t) limit;
     if (more)
         count = (size_t) limit;
-    json_t *docs = json_array ();
-    if (s_append_docs (self, flids, count, docs, answer) == 0) {
-        char next [MX_PG_INT64_BUFSIZE];
-        json_t *body = json_pack ("{s:s,s:o,s:s?}", "day", day, "flights", docs,
-                                  "next_cursor", more ? mx_pg_int64_text (flids [count - 1], next) : NULL);
-        if (!more)
-            json_object_set_new (body, "next_cursor", json_null ());
-        answer->body = json_dumps (body, JSON_COMPACT);
-        json_decref (body);
+    s_text_t out = { 0 };
+    size_t sent = 0;
+    char head [64];
+    snprintf (head, sizeof head, "{\"day\":\"%s\",\"flights\":[", day);     //  checked: YYYY-MM-DD
+    s_text_puts (&out, head);
+    int rc = s_render_docs (self, flids, count, &sent, &out, answer);
+    char tail [64];
+    if (more)
+        snprintf (tail, sizeof tail, "],\"next_cursor\":\"%" PRId64 "\"}", flids [count - 1]);
+    else
+        snprintf (tail, sizeof tail, "],\"next_cursor\":null}");
+    s_text_puts (&out, tail);
+    if (rc == 0 && out.failed)
+        s_error (answer, 503, "unavailable", "out of memory: retry later");
+    else
+    if (rc == 0) {
+        answer->body = out.data;
+        out.data = NULL;
         answer->status = 200;
     }
-    else
-        json_decref (docs);
+    free (out.data);
     free (flids);
 }
 
-//  The current operating window, read page by page so that no statement
-//  holds more than msgx.api.page-size flights.
-static void
-s_all_flights (s_reader_t *self, json_t *args, int64_t now_ms, s_answer_t *answer)
+//  The stream's next piece: head, then the next page's documents, then
+//  "]}" when the page is short (the last). Returns 1 more follows, 0 the
+//  last piece, -1 failed (the answer set, *text as far as it got).
+static int
+s_stream_piece (s_reader_t *self, s_stream_t *stream, const char *head, char **text, s_answer_t *answer)
+{
+    s_text_t out = { 0 };
+    s_text_puts (&out, head);
+    size_t max = (size_t) self->config->api_page_size;
+    size_t count = 0;
+    int64_t *flids = (int64_t *) calloc (max, sizeof *flids);
+    mx_flightread_filter_t filter = { .day_from = stream->from, .day_to = stream->to, .changed_since = -1 };
+    char *error = NULL;
+    if (!flids || mx_flightread_list (self->pg, &filter, stream->after, max, flids, &count, &error))
+        s_failed (self, answer, error ? error : strdup ("out of memory"));
+    else
+    if (s_render_docs (self, flids, count, &stream->sent, &out, answer) == 0 && count)
+        stream->after = flids [count - 1];
+    free (flids);
+    if (!answer->status && count < max)
+        s_text_puts (&out, "]}");
+    if (!answer->status && out.failed)
+        s_error (answer, 503, "unavailable", "out of memory: retry later");
+    *text = out.data;
+    return answer->status ? -1 : count == max ? 1 : 0;
+}
+
+//  Sends the stream's next piece. A failure ends the document with the
+//  error object as its last member, and the response is cut short (see
+//  docs/api/openapi.json). True while the stream goes on.
+static bool
+s_stream_send (s_reader_t *self, s_stream_t *stream)
+{
+    s_answer_t answer = { 0 };
+    char *text = NULL;
+    if (s_page_hook)
+        s_page_hook ();
+    int state = s_stream_piece (self, stream, "", &text, &answer);
+    if (state == -1) {
+        //  What was rendered of a failed page is dropped: the client gets
+        //  whole documents only.
+        free (text);
+        text = zsys_sprintf ("],%s", answer.body + 1);
+    }
+    mx_cmd_send (self->pipe, MX_CMD_API_CHUNK, stream->tag, state, text ? text : "");
+    free (text);
+    free (answer.body);
+    if (state != 1)
+        mx_api_reader_count (state == 0 ? "ok" : "unavailable");
+    return state == 1;
+}
+
+//  The current operating window, streamed page by page (no statement holds
+//  more than msgx.api.page-size flights, nor does memory). The first page
+//  is read before anything is answered, so a database that fails at once
+//  gets a plain 503. True when the stream has begun: its first API_CHUNK
+//  went in place of API_ANSWER (and the outcome is counted at its end).
+static bool
+s_all_flights (s_reader_t *self, uint64_t tag, json_t *args, int64_t now_ms, s_answer_t *answer)
 {
     static const char *const known [] = { NULL };
     if (!s_known_args (args, known, answer) || !s_ready (self, answer))
-        return;
-    char from [MX_FLIGHTREAD_DAY_BUFSIZE], to [MX_FLIGHTREAD_DAY_BUFSIZE];
+        return false;
+    if (zlistx_size (self->streams) >= S_STREAMS_MAX) {
+        s_error (answer, 503, "unavailable", "busy: %d windows are being sent already, retry later",
+                 S_STREAMS_MAX);
+        return false;
+    }
+    s_stream_t *stream = (s_stream_t *) calloc (1, sizeof *stream);
+    if (!stream) {
+        s_error (answer, 503, "unavailable", "out of memory: retry later");
+        return false;
+    }
+    stream->tag = tag;
     int days = (int) self->config->api_window_days;
     char *error = NULL;
-    if (mx_flightread_day (self->pg, now_ms, self->config->operation_day_zone, -days, from, &error)
-    ||  mx_flightread_day (self->pg, now_ms, self->config->operation_day_zone, days, to, &error)) {
+    if (mx_flightread_day (self->pg, now_ms, self->config->operation_day_zone, -days, stream->from, &error)
+    ||  mx_flightread_day (self->pg, now_ms, self->config->operation_day_zone, days, stream->to, &error)) {
         s_failed (self, answer, error);
+        free (stream);
+        return false;
+    }
+    char *head = zsys_sprintf ("{\"from\":\"%s\",\"to\":\"%s\",\"flights\":[", stream->from, stream->to);
+    char *text = NULL;
+    int state = s_stream_piece (self, stream, head, &text, answer);
+    free (head);
+    if (state == -1) {
+        free (text);
+        free (stream);
+        return false;
+    }
+    mx_cmd_send (self->pipe, MX_CMD_API_CHUNK, tag, state, text ? text : "");
+    free (text);
+    if (state == 1)
+        zlistx_add_end (self->streams, stream);
+    else {
+        mx_api_reader_count ("ok");
+        free (stream);
+    }
+    return true;
+}
+
+static void
+s_stream_destroy (void **item)
+{
+    free (*item);
+    *item = NULL;
+}
+
+//  API_MORE: the next piece of a stream, or the stream dropped.
+static void
+s_more (s_reader_t *self, uint64_t tag, bool more)
+{
+    s_stream_t *stream = (s_stream_t *) zlistx_first (self->streams);
+    while (stream && stream->tag != tag)
+        stream = (s_stream_t *) zlistx_next (self->streams);
+    if (!stream)
+        return;                         //  ended meanwhile
+    if (!more) {
+        //  The client left before the end (or asked HEAD): nothing failed here.
+        mx_api_reader_count ("ok");
+        zlistx_delete (self->streams, zlistx_cursor (self->streams));
         return;
     }
-    mx_flightread_filter_t filter = { .day_from = from, .day_to = to, .changed_since = -1 };
-    size_t max = (size_t) self->config->api_page_size;
-    int64_t *flids = (int64_t *) calloc (max, sizeof *flids);
-    json_t *docs = json_array ();
-    int64_t after = 0;
-    size_t count = max;
-    while (count == max) {
-        if (!flids || mx_flightread_list (self->pg, &filter, after, max, flids, &count, &error)) {
-            s_failed (self, answer, error ? error : strdup ("out of memory"));
-            break;
-        }
-        if (s_append_docs (self, flids, count, docs, answer))
-            break;
-        if (count)
-            after = flids [count - 1];
-    }
-    if (!answer->status) {
-        json_t *body = json_pack ("{s:s,s:s,s:O}", "from", from, "to", to, "flights", docs);
-        answer->body = json_dumps (body, JSON_COMPACT);
-        json_decref (body);
-        answer->status = 200;
-    }
-    json_decref (docs);
-    free (flids);
+    if (!s_stream_send (self, stream))
+        zlistx_delete (self->streams, zlistx_cursor (self->streams));
 }
 
 static void
@@ -463,6 +667,22 @@ s_outcome_of (const s_answer_t *answer)
     }
 }
 
+//  Counts, logs a refusal, sends the answer and frees its body.
+static void
+s_reply (s_reader_t *self, const mx_cmd_API_GET_t *get, s_answer_t *answer)
+{
+    mx_api_reader_count (s_outcome_of (answer));
+    if (answer->status != 200 && answer->status != 304) {
+        json_t *fields = json_pack ("{s:i,s:s}", "status", answer->status, "path", get->path);
+        mx_log_emit (MX_LOG_INFO, self->args->name, fields, "read API refused %s with %d", get->path,
+                     answer->status);
+    }
+    mx_cmd_send (self->pipe, MX_CMD_API_ANSWER, get->tag, answer->status, answer->etag,
+                 answer->body ? answer->body : "");
+    free (answer->body);
+    answer->body = NULL;
+}
+
 static void
 s_get (s_reader_t *self, mx_cmd_API_GET_t *get)
 {
@@ -480,11 +700,15 @@ s_get (s_reader_t *self, mx_cmd_API_GET_t *get)
     if (strncmp (path, S_PATH_FLIGHTS "/", prefix) == 0) {
         static const char *const known [] = { NULL };
         if (s_known_args (args, known, &answer))
-            s_flight (self, path + prefix, get->etag, &answer);
+            s_flight_batch (self, &get, 1, &answer);
     }
     else
-    if (streq (path, S_PATH_ALL))
-        s_all_flights (self, args, (int64_t) get->now, &answer);
+    if (streq (path, S_PATH_ALL)) {
+        if (s_all_flights (self, get->tag, args, (int64_t) get->now, &answer)) {
+            json_decref (args);
+            return;                     //  streamed: counted at its end
+        }
+    }
     else
     if (strncmp (path, S_PATH_REFERENCE, strlen (S_PATH_REFERENCE)) == 0)
         s_reference (self, path + strlen (S_PATH_REFERENCE), args, &answer);
@@ -493,26 +717,99 @@ s_get (s_reader_t *self, mx_cmd_API_GET_t *get)
                  S_PATH_FLIGHTS "/{flid}, " S_PATH_FLIGHTS "?day=YYYY-MM-DD, " S_PATH_ALL
                  " and " S_PATH_REFERENCE "{list}", path);
     json_decref (args);
-    mx_api_reader_count (s_outcome_of (&answer));
-    if (answer.status != 200 && answer.status != 304) {
-        json_t *fields = json_pack ("{s:i,s:s}", "status", answer.status, "path", path);
-        mx_log_emit (MX_LOG_INFO, self->args->name, fields, "read API refused %s with %d", path, answer.status);
+    s_reply (self, get, &answer);
+}
+
+static bool
+    s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest);
+
+//  One GET /flights/{flid} without parameters: what a batch is made of.
+static bool
+s_one_flight (const mx_cmd_API_GET_t *get)
+{
+    return strncmp (get->path, S_PATH_FLIGHTS "/", strlen (S_PATH_FLIGHTS "/")) == 0
+        && streq (get->args, "{}");
+}
+
+//  A request for one flight, and those that queued up behind it on the
+//  pipe meanwhile (up to S_BATCH_MAX): one statement reads them all, so a
+//  burst costs one round trip to PostgreSQL instead of one each. Answered
+//  in the order they came, as http expects. The first command that is not
+//  such a request ends the batch and is handled right after it. False
+//  when the actor must stop.
+static bool
+s_get_batch (s_reader_t *self, mx_cmd_API_GET_t *get)
+{
+    mx_cmd_API_GET_t taken [S_BATCH_MAX];
+    mx_cmd_API_GET_t *batch [S_BATCH_MAX] = { get };
+    size_t count = 1;
+    mx_cmd_t pending_cmd = MX_CMD_UNKNOWN;
+    zmsg_t *pending = NULL;             //  the command that ended the batch
+    bool other_get = false, interrupted = false;
+    while (count < S_BATCH_MAX && (zsock_events (self->pipe) & ZMQ_POLLIN)) {
+        zmsg_t *rest = NULL;
+        mx_cmd_t next = mx_cmd_recv (self->pipe, &rest);
+        if (!rest) {
+            interrupted = true;
+            break;
+        }
+        if (next != MX_CMD_API_GET) {
+            pending_cmd = next;
+            pending = rest;
+            break;
+        }
+        mx_cmd_API_GET_take (&rest, &taken [count]);
+        if (!s_one_flight (&taken [count])) {
+            other_get = true;
+            break;
+        }
+        batch [count] = &taken [count];
+        count++;
     }
-    mx_cmd_send (self->pipe, MX_CMD_API_ANSWER, get->tag, answer.status, answer.etag,
-                 answer.body ? answer.body : "");
-    free (answer.body);
+    s_answer_t answers [S_BATCH_MAX];
+    memset (answers, 0, sizeof answers);
+    s_flight_batch (self, batch, count, answers);
+    for (size_t i = 0; i < count; i++) {
+        s_reply (self, batch [i], &answers [i]);
+        if (i > 0)
+            mx_cmd_API_GET_free (batch [i]);
+    }
+    if (other_get) {
+        s_get (self, &taken [count]);
+        mx_cmd_API_GET_free (&taken [count]);
+    }
+    if (interrupted)
+        return false;
+    if (!pending)
+        return true;
+    if (pending_cmd == MX_CMD_TERM) {
+        mx_cmd_done (&pending);
+        return false;
+    }
+    return s_command (self, pending_cmd, pending);
 }
 
 static bool
 s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
 {
     s_reader_t *self = (s_reader_t *) self_;
+    if (cmd == MX_CMD_API_MORE) {
+        mx_cmd_API_MORE_t more;
+        mx_cmd_API_MORE_take (&rest, &more);
+        s_more (self, more.tag, more.more != 0);
+        mx_cmd_API_MORE_free (&more);
+        return true;
+    }
     assert (cmd == MX_CMD_API_GET);
     mx_cmd_API_GET_t get;
     mx_cmd_API_GET_take (&rest, &get);
-    s_get (self, &get);
+    bool running = true;
+    if (s_one_flight (&get))
+        running = s_get_batch (self, &get);
+    else
+        s_get (self, &get);
     mx_cmd_API_GET_free (&get);
-    return true;
+    return running;
 }
 
 void
@@ -523,8 +820,11 @@ mx_api_reader_actor (zsock_t *pipe, void *args)
     self->pipe = pipe;
     self->args = (const mx_api_reader_args_t *) args;
     self->config = self->args->config;
+    self->streams = zlistx_new ();
+    zlistx_set_destructor (self->streams, s_stream_destroy);
     mx_actor_ops_t ops = { .command = s_command };
     mx_actor_run (pipe, NULL, &ops, self);
+    zlistx_destroy (&self->streams);
     mx_pg_disconnect (&self->pg);
     mx_tz_destroy (&self->zone);
 }

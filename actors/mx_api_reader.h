@@ -5,6 +5,16 @@
     answers when API_ANSWER comes back, so a slow database never stops
     libmicrohttpd from serving other clients.
 
+    GET /all/flights is streamed: the first page is read before anything
+    is answered (a failure then is a plain 503), then sent as API_CHUNK in
+    place of API_ANSWER; each further page (msgx.api.page-size flights,
+    keyset by FLID, one statement each) is read only when http asks for it
+    (API_MORE), so neither statement nor memory grows with the window, and
+    other requests are answered between the pages. A failure mid-stream
+    ends the document with an "error" member and the piece marked failed:
+    http then cuts the chunked response short. At most S_STREAMS_MAX (4)
+    streams at once; one more is 503.
+
     It reads only PostgreSQL, never the control loop's state, so a standby
     answers as the active does. Paths, parameters and limits are checked
     here, one place: every refusal is a JSON error {"error":{"code",
@@ -34,5 +44,12 @@ void
 
 void
     mx_api_reader_actor (zsock_t *pipe, void *args);
+
+//  Called before each page of a GET /all/flights stream but the first,
+//  when set. Only the test tree's msgxd-hooked sets one (before the actors
+//  start), to hold a stream between its pages.
+typedef void (mx_api_reader_page_fn) (void);
+void
+    mx_api_reader_set_page_hook (mx_api_reader_page_fn *hook);
 
 #endif

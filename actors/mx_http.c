@@ -49,6 +49,8 @@
 #define S_DRAIN_LIMIT ((size_t) 1024 * 1024)
 //  Longest token file read.
 #define S_TOKEN_MAX 4096
+//  Bytes libmicrohttpd asks of a streamed answer at a time (advisory).
+#define S_STREAM_BLOCK ((size_t) 16 * 1024)
 
 //  What became of each request to the compat entry (the metric's label).
 typedef enum {
@@ -115,6 +117,18 @@ typedef struct {
     int api_status;                 //  the read API's answer (0: none came)
     char *api_etag;
     char *api_body;
+    //  A streamed answer (API_CHUNK): the piece being written and the one
+    //  after it, at most; the next is asked for (API_MORE) only when that
+    //  slot is free, so a slow client holds back the reads, not memory.
+    s_http_t *http;
+    bool streamed;
+    char *piece;
+    size_t piece_size;
+    size_t piece_at;                //  bytes of piece written
+    char *next_piece;
+    size_t next_size;
+    int stream_state;               //  of the last piece come: 1 more, 0 ended, -1 failed
+    bool asked;                     //  an API_MORE without its API_CHUNK yet
 } s_request_t;
 
 struct _s_http_t {
@@ -143,6 +157,7 @@ struct _s_http_t {
     mx_api_reader_args_t api_reader_args;
     uint64_t api_tag;
     zlistx_t *reading;              //  s_request_t *, in the order sent
+    zlistx_t *streaming;            //  s_request_t *, their answers under way (API_CHUNK)
     char *api_token;                //  the read API's bearer token, or NULL
     size_t api_token_length;
     //  The metrics actor and the requests waiting for its snapshot. One
@@ -648,6 +663,58 @@ s_ask_api (s_http_t *self, s_request_t *request, const char *url)
     return MHD_YES;
 }
 
+//  Asks the reader for the stream's next piece when there is room for it.
+static void
+s_stream_ask (s_http_t *self, s_request_t *request)
+{
+    if (request->asked || request->stream_state != 1 || request->next_piece)
+        return;
+    if (mx_cmd_send (zactor_sock (self->api_reader), MX_CMD_API_MORE, request->tag, 1) == 0)
+        request->asked = true;
+    else {
+        //  The reader is gone (stopping): the response ends cut short.
+        request->stream_state = -1;
+    }
+}
+
+//  A piece of a streamed answer: the first one starts the response (it
+//  comes in place of API_ANSWER, in order), the others go to their stream.
+static void
+s_stream_piece (s_http_t *self, mx_cmd_API_CHUNK_t *chunk)
+{
+    s_request_t *request = (s_request_t *) zlistx_first (self->streaming);
+    while (request && request->tag != chunk->tag)
+        request = (s_request_t *) zlistx_next (self->streaming);
+    bool first = !request;
+    if (first) {
+        request = (s_request_t *) zlistx_first (self->reading);
+        if (!request || request->tag != chunk->tag)
+            return;                     //  its client left meanwhile (the reader was told)
+        zlistx_delete (self->reading, zlistx_cursor (self->reading));
+        request->http = self;
+        request->streamed = true;
+        request->api_status = MHD_HTTP_OK;
+        zlistx_add_end (self->streaming, request);
+    }
+    request->asked = false;
+    request->stream_state = chunk->state;
+    size_t size = strlen (chunk->body);
+    char *piece = size ? strdup (chunk->body) : NULL;
+    if (!request->piece) {
+        request->piece = piece;
+        request->piece_size = size;
+        request->piece_at = 0;
+    }
+    else {
+        request->next_piece = piece;
+        request->next_size = size;
+    }
+    s_stream_ask (self, request);
+    //  Started, or waiting in the content reader for this piece.
+    if (request->suspended)
+        s_resume (request);
+}
+
 //  The reader's answer: the waiting connection gets it.
 static bool
 s_api_reader_ready (void *self_, void *arg)
@@ -658,10 +725,17 @@ s_api_reader_ready (void *self_, void *arg)
     mx_cmd_t cmd = mx_cmd_recv (zactor_sock (self->api_reader), &rest);
     if (!rest)
         return false;
+    if (cmd == MX_CMD_API_CHUNK) {
+        mx_cmd_API_CHUNK_t chunk;
+        mx_cmd_API_CHUNK_take (&rest, &chunk);
+        s_stream_piece (self, &chunk);
+        mx_cmd_API_CHUNK_free (&chunk);
+        return false;
+    }
     assert (cmd == MX_CMD_API_ANSWER);
     mx_cmd_API_ANSWER_t answer;
     mx_cmd_API_ANSWER_take (&rest, &answer);
-    //  One read at a time, in order: the answer is the oldest's.
+    //  The reader answers the requests in the order sent: this is the oldest's.
     s_request_t *request = (s_request_t *) zlistx_first (self->reading);
     assert (request && request->tag == answer.tag);
     zlistx_delete (self->reading, zlistx_cursor (self->reading));
@@ -673,19 +747,55 @@ s_api_reader_ready (void *self_, void *arg)
     return false;
 }
 
+//  libmicrohttpd asks for the next bytes of a streamed answer. Nothing
+//  here waits: with no piece in hand the connection is suspended until
+//  the reader's next one (s_stream_piece resumes it). A failed stream ends
+//  with an error, so the client sees the chunked encoding cut short.
+static ssize_t
+s_stream_read (void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void) pos;
+    s_request_t *request = (s_request_t *) cls;
+    while (request->piece && request->piece_at == request->piece_size) {
+        free (request->piece);
+        request->piece = request->next_piece;
+        request->piece_size = request->next_size;
+        request->piece_at = 0;
+        request->next_piece = NULL;
+        s_stream_ask (request->http, request);
+    }
+    if (!request->piece && request->next_piece == NULL) {
+        if (request->stream_state == 0)
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        if (request->stream_state == -1)
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        MHD_suspend_connection (request->connection);
+        request->suspended = true;
+        return 0;
+    }
+    size_t size = request->piece_size - request->piece_at;
+    if (size > max)
+        size = max;
+    memcpy (buf, request->piece + request->piece_at, size);
+    request->piece_at += size;
+    return (ssize_t) size;
+}
+
 static enum MHD_Result
 s_answer_api (s_http_t *self, s_request_t *request)
 {
-    if (!request->api_status || !request->api_etag || !request->api_body)
+    if (!request->streamed && (!request->api_status || !request->api_etag || !request->api_body))
         return s_api_refuse (self, request->connection, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable",
                              "stopping: retry on another instance or later");
-    struct MHD_Response *response = MHD_create_response_from_buffer (
-        strlen (request->api_body), request->api_body, MHD_RESPMEM_MUST_COPY);
+    struct MHD_Response *response = request->streamed
+        ? MHD_create_response_from_callback (MHD_SIZE_UNKNOWN, S_STREAM_BLOCK, s_stream_read, request, NULL)
+        : MHD_create_response_from_buffer (strlen (request->api_body), request->api_body,
+                                           MHD_RESPMEM_MUST_COPY);
     if (!response)
         return MHD_NO;
-    if (*request->api_body)
+    if (request->streamed || *request->api_body)
         MHD_add_response_header (response, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-    if (*request->api_etag)
+    if (request->api_etag && *request->api_etag)
         MHD_add_response_header (response, MHD_HTTP_HEADER_ETAG, request->api_etag);
     enum MHD_Result rc = MHD_queue_response (request->connection, (unsigned int) request->api_status,
                                             response);
@@ -864,6 +974,18 @@ s_completed (void *cls, struct MHD_Connection *connection, void **request_p,
     if (!request)
         return;
     assert (!request->suspended);
+    if (request->streamed) {
+        //  Ended, or the client left: the reader drops a stream still open.
+        s_request_t *scan = (s_request_t *) zlistx_first (self->streaming);
+        while (scan && scan != request)
+            scan = (s_request_t *) zlistx_next (self->streaming);
+        if (scan)
+            zlistx_delete (self->streaming, zlistx_cursor (self->streaming));
+        if (request->stream_state == 1 && self->api_reader)
+            mx_cmd_send (zactor_sock (self->api_reader), MX_CMD_API_MORE, request->tag, 0);
+        free (request->piece);
+        free (request->next_piece);
+    }
     self->buffered -= request->capacity;
     free (request->body);
     free (request->reason);
@@ -1098,6 +1220,14 @@ s_stop (s_http_t *self)
         zlistx_delete (self->reading, zlistx_cursor (self->reading));
         s_resume (request);
     }
+    //  A stream under way ends cut short: its reader is gone.
+    while ((request = (s_request_t *) zlistx_first (self->streaming))) {
+        zlistx_delete (self->streaming, zlistx_cursor (self->streaming));
+        if (request->stream_state == 1)
+            request->stream_state = -1;
+        if (request->suspended)
+            s_resume (request);
+    }
     s_server_t *servers [] = { &self->api, &self->compat, &self->service };
     for (size_t i = 0; i < 3; i++)
         if (servers [i]->daemon) {
@@ -1253,6 +1383,7 @@ mx_http_actor (zsock_t *pipe, void *args)
     self->writing = zlistx_new ();
     self->asking = zlistx_new ();
     self->reading = zlistx_new ();
+    self->streaming = zlistx_new ();
 
     mx_actor_ops_t ops = { .command = s_command, .sources = s_sources, .timeout = s_timeout, .wake = s_wake };
     mx_actor_run (pipe, NULL, &ops, self);
@@ -1261,6 +1392,7 @@ mx_http_actor (zsock_t *pipe, void *args)
     zlistx_destroy (&self->writing);
     zlistx_destroy (&self->asking);
     zlistx_destroy (&self->reading);
+    zlistx_destroy (&self->streaming);
     if (self->api_token) {
         explicit_bzero (self->api_token, self->api_token_length);
         free (self->api_token);

@@ -30,7 +30,12 @@
     only; with msgx.api.token-file set, no or a wrong bearer token is 401.
     Everything else (paths, parameters, limits, the reads) is the api
     reader's (mx_api_reader.h); answers and refusals are JSON, on active
-    and standby alike.
+    and standby alike. A streamed answer (GET /all/flights) is written as
+    its pieces come (chunked): the connection is suspended while no piece
+    is in hand, at most two are held (the one being written and the next),
+    and the next is asked for only when there is room, so a slow client
+    holds back the reads, never this loop; a piece marked failed ends the
+    response without its terminating chunk.
 
     GET /health/live answers at once, 200 on every instance, active or
     standby: the process and its http thread run. GET /health/ready and

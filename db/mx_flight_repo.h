@@ -20,6 +20,15 @@
 int mx_flight_repo_load (PGconn *conn, const int64_t *flids, size_t count, bool lock,
                          mx_flight_t **out, char **error);
 
+//  Read the full state of the given flights (no lock), as mx_flight_repo_load
+//  does, and hand each to each (which takes it) as its row arrives, in flid
+//  order: the caller works on one while the server still reads the next
+//  (single-row mode). A flid that does not exist is skipped. Returns 0, or
+//  -1 with *error (each may have had some flights by then).
+typedef void (mx_flight_repo_each_fn) (mx_flight_t *flight, void *arg);
+int mx_flight_repo_load_each (PGconn *conn, const int64_t *flids, size_t count,
+                              mx_flight_repo_each_fn *each, void *arg, char **error);
+
 //  Lock the given flights (FOR UPDATE, in flid order) and read what tells
 //  their stored state apart: versions [i] and last_msg_ids [i] (0 = none)
 //  for flids [i], versions [i] = -1 when there is no such row. One round

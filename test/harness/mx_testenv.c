@@ -948,6 +948,39 @@ mx_testhttp_exchange (int port, const char *request, int timeout_s, char **head,
     return status;
 }
 
+bool
+mx_testhttp_dechunk (const char *body, char **payload)
+{
+    size_t length = strlen (body);
+    char *out = (char *) malloc (length + 1);
+    assert (out);
+    size_t size = 0;
+    const char *scan = body;
+    bool complete = false;
+    while (*scan) {
+        char *end = NULL;
+        unsigned long chunk = strtoul (scan, &end, 16);
+        const char *line_end = strstr (scan, "\r\n");
+        if (end == scan || !line_end)
+            break;                      //  cut inside a size line
+        scan = line_end + 2;
+        if (chunk == 0) {
+            complete = strncmp (scan, "\r\n", 2) == 0;
+            break;
+        }
+        size_t left = strlen (scan);
+        size_t take = chunk < left ? chunk : left;
+        memcpy (out + size, scan, take);
+        size += take;
+        if (take < chunk || strncmp (scan + chunk, "\r\n", 2) != 0)
+            break;                      //  cut inside a chunk
+        scan += chunk + 2;
+    }
+    out [size] = '\0';
+    *payload = out;
+    return complete;
+}
+
 int
 mx_testhttp_get (int port, const char *path, int timeout_s, char **head, char **body)
 {

@@ -233,6 +233,12 @@ char *
 int
     mx_testhttp_exchange (int port, const char *request, int timeout_s, char **head, char **body);
 
+//  The payload of a body sent with Transfer-Encoding: chunked, malloc'd
+//  into *payload. Returns true when the body ends with the terminating
+//  zero-size chunk, false when it was cut short (what came is kept).
+bool
+    mx_testhttp_dechunk (const char *body, char **payload);
+
 //  GET path, with Connection: close.
 int
     mx_testhttp_get (int port, const char *path, int timeout_s, char **head, char **body);

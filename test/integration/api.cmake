@@ -2,4 +2,4 @@
 # processed by msgxd, read over HTTP from the active and from a standby,
 # every answer checked against docs/api/openapi.json.
 mx_add_test(test_api SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_api.c LIBS PkgConfig::JANSSON PkgConfig::PQ PkgConfig::CZMQ LABELS integration TIMEOUT 300)
-add_dependencies(test_api msgxd msgx-gen)
+add_dependencies(test_api msgxd msgxd-hooked msgx-gen)

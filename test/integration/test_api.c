@@ -3,11 +3,17 @@
     PostgreSQL, then read over HTTP from the active and from a standby.
 
     - answers equal the database: every flight of the day page by page,
-      the filters, one flight, a reference list
+      the filters, one flight, a reference list, the operating window
+      streamed (chunked) over several pages
     - ETag = state version, If-None-Match -> 304
     - a standby answers as the active does
     - bad paths and parameters -> 400/404 JSON with a reason; a page over
       msgx.api.page-size is refused and counted in msgx_api_requests_total
+    - a read held up past msgx.api.statement-timeout (the test's own
+      transaction locks the table) -> 503 with the reason, counted
+    - a stream failing after its first page (msgxd-hooked holds it between
+      pages while the test locks the table) ends without its terminating
+      chunk, the flights sent whole and an error member after them
     - every answer valid against docs/api/openapi.json (mx-validate-api)
     - msgxctl flight FLID --history on both: the same state, the messages
       and events of the outbox
@@ -22,7 +28,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <czmq.h>
 #include <jansson.h>
@@ -34,6 +47,8 @@
 #define WAIT_MS 60000
 #define DAY "2021-01-23"
 #define PAGE_SIZE 50
+//  Flights generated for today: the window streams several pages of them.
+#define WINDOW_FLIGHTS 130
 #define S_TOKEN "read-api-test-token"
 
 typedef struct {
@@ -146,6 +161,14 @@ s_get (fixture_t *fx, int port, const char *path, const char *if_none_match, con
     char *head = NULL, *text = NULL;
     int status = mx_testhttp_exchange (port, request, 30, &head, &text);
     free (request);
+    if (strcasestr (head, "\r\nTransfer-Encoding: chunked")) {
+        //  A streamed answer (GET /all/flights) must end whole.
+        char *payload = NULL;
+        if (!mx_testhttp_dechunk (text, &payload))
+            fail_msg ("GET %s: the chunked answer was cut short: %.300s", path, text);
+        free (text);
+        text = payload;
+    }
     if (etag) {
         *etag = '\0';
         const char *found = strcasestr (head, "\r\nETag: ");
@@ -293,6 +316,119 @@ s_all_pages (fixture_t *fx, int port, const char *path, int *pages)
     return text;
 }
 
+//  WINDOW_FLIGHTS flights for today into the mailbox, by msgx-gen.
+static void
+s_gen_today (fixture_t *fx)
+{
+    char gen [1200], port [16], today [16], flights [16];
+    snprintf (gen, sizeof gen, "%s/tools/msgx-gen", fx->build);
+    snprintf (port, sizeof port, "%d", mx_testmb_port (fx->mb));
+    time_t now = time (NULL);
+    struct tm utc;
+    gmtime_r (&now, &utc);
+    strftime (today, sizeof today, "%Y-%m-%d", &utc);
+    snprintf (flights, sizeof flights, "%d", WINDOW_FLIGHTS);
+    const char *argv [] = {
+        gen, "--mysql", "--seed", "8", "--flights", flights, "--per-message", "40", "--updates", "60",
+        "--first-seqn", "500000", "--day", today,
+        "--host", mx_testmb_host (fx->mb), "--port", port, "--user", mx_testmb_user (fx->mb),
+        "--password", mx_testmb_password (fx->mb), "--database", mx_testmb_database (fx->mb), NULL
+    };
+    char *out = NULL, *err = NULL;
+    if (mx_testproc_run (argv, NULL, WAIT_MS, &out, &err) != 0)
+        fail_msg ("msgx-gen --day %s: %s%s", today, out, err);
+    printf ("# %s", out);
+    free (out);
+    free (err);
+}
+
+//  Until every message of the mailbox is terminal.
+static void
+s_wait_processed (fixture_t *fx)
+{
+    MYSQL *m = mx_testmb_connect (fx->mb);
+    assert_int_equal (mysql_query (m, "SELECT COUNT(*) FROM CMINMSGS"), 0);
+    MYSQL_RES *res = mysql_store_result (m);
+    char total [32];
+    snprintf (total, sizeof total, "%s", mysql_fetch_row (res) [0]);
+    mysql_free_result (res);
+    mysql_close (m);
+    const char *params [] = { total };
+    mx_testpg_wait_params (fx->conn,
+        "SELECT count(*) FILTER (WHERE state IN ('SUCCEEDED', 'SKIPPED', 'DEAD')) >= $1::bigint"
+        "   AND count(*) FILTER (WHERE state IN ('PENDING', 'FAILED')) = 0 FROM proc_state", 1, params);
+    printf ("# %s messages processed\n", total);
+}
+
+static void
+    s_validate (fixture_t *fx);
+
+//  GET /all/flights: chunked, whole, more flights than a page, and every
+//  flight of its window as the database has it.
+static void
+s_window (fixture_t *fx, int port)
+{
+    char *head = NULL, *text = NULL;
+    assert_int_equal (mx_testhttp_get (port, "/all/flights", 30, &head, &text), 200);
+    assert_non_null (strcasestr (head, "\r\nTransfer-Encoding: chunked"));
+    free (head);
+    free (text);
+    json_t *window = NULL;
+    assert_int_equal (s_get (fx, port, "/all/flights", NULL, "/all/flights", &window, NULL, 0), 200);
+    json_t *flights = json_object_get (window, "flights");
+    assert_true (json_array_size (flights) >= WINDOW_FLIGHTS);
+    assert_true (json_array_size (flights) > PAGE_SIZE);
+    zchunk_t *got = zchunk_new (NULL, 0);
+    s_summarize (flights, got);
+    zchunk_extend (got, "", 1);
+    const char *days [] = { json_string_value (json_object_get (window, "from")),
+                            json_string_value (json_object_get (window, "to")) };
+    s_expect_sql_params (fx, "SELECT string_agg (flid || ':' || state_version, ',' ORDER BY flid) FROM flight_schd"
+                             " WHERE operation_day BETWEEN $1::date AND $2::date", 2, days,
+                         (char *) zchunk_data (got), "the window");
+    printf ("# /all/flights %s..%s: %zu flights, pages of %d\n", days [0], days [1],
+            json_array_size (flights), PAGE_SIZE);
+    zchunk_destroy (&got);
+    json_decref (window);
+}
+
+//  The test's own transaction holds flight_schd locked: the reader's
+//  statement waits on the server until the statement timeout cancels it.
+static void
+s_locked_out (fixture_t *fx, int port, int http_port, const char *flid)
+{
+    char *head = NULL, *metrics = NULL, before [64], after [64];
+    assert_int_equal (mx_testhttp_get (http_port, "/metrics", 30, &head, &metrics), 200);
+    mx_testhttp_sample (metrics, "msgx_api_requests_total{outcome=\"unavailable\"}", before, sizeof before);
+    free (head);
+    free (metrics);
+    PGresult *res = PQexec (fx->conn, "BEGIN; LOCK TABLE flight_schd IN ACCESS EXCLUSIVE MODE");
+    assert_int_equal (PQresultStatus (res), PGRES_COMMAND_OK);
+    PQclear (res);
+    char *path = zsys_sprintf ("/flights/%s", flid);
+    const char *paths [] = { path, "/all/flights" };
+    const char *templates [] = { "/flights/{flid}", "/all/flights" };
+    for (size_t i = 0; i < 2; i++) {
+        json_t *body = NULL;
+        assert_int_equal (s_get (fx, port, paths [i], NULL, templates [i], &body, NULL, 0), 503);
+        json_t *error = json_object_get (body, "error");
+        assert_string_equal (json_string_value (json_object_get (error, "code")), "unavailable");
+        const char *message = json_string_value (json_object_get (error, "message"));
+        print_message ("GET %s with flight_schd locked -> 503 %s\n", paths [i], message);
+        assert_non_null (strstr (message, "msgx.api.statement-timeout"));
+        json_decref (body);
+    }
+    free (path);
+    res = PQexec (fx->conn, "ROLLBACK");
+    assert_int_equal (PQresultStatus (res), PGRES_COMMAND_OK);
+    PQclear (res);
+    assert_int_equal (mx_testhttp_get (http_port, "/metrics", 30, &head, &metrics), 200);
+    mx_testhttp_sample (metrics, "msgx_api_requests_total{outcome=\"unavailable\"}", after, sizeof after);
+    assert_int_equal (strtoll (after, NULL, 10), strtoll (before, NULL, 10) + 2);
+    free (head);
+    free (metrics);
+}
+
 static void
 test_read_api (void **state)
 {
@@ -313,6 +449,9 @@ test_read_api (void **state)
     printf ("# %s", out);
     free (out);
     free (err);
+    //  And today's flights, so that GET /all/flights (the window around
+    //  today) streams several pages.
+    s_gen_today (fx);
 
     int http_a = mx_testenv_free_port (), api_a = mx_testenv_free_port ();
     int http_b = mx_testenv_free_port (), api_b = mx_testenv_free_port ();
@@ -326,19 +465,7 @@ test_read_api (void **state)
     fx->conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
     assert_int_equal (PQstatus (fx->conn), CONNECTION_OK);
 
-    //  The whole mailbox processed.
-    MYSQL *m = mx_testmb_connect (fx->mb);
-    assert_int_equal (mysql_query (m, "SELECT COUNT(*) FROM CMINMSGS"), 0);
-    MYSQL_RES *res = mysql_store_result (m);
-    char total [32];
-    snprintf (total, sizeof total, "%s", mysql_fetch_row (res) [0]);
-    mysql_free_result (res);
-    mysql_close (m);
-    const char *params [] = { total };
-    mx_testpg_wait_params (fx->conn,
-        "SELECT count(*) FILTER (WHERE state IN ('SUCCEEDED', 'SKIPPED', 'DEAD')) >= $1::bigint"
-        "   AND count(*) FILTER (WHERE state IN ('PENDING', 'FAILED')) = 0 FROM proc_state", 1, params);
-    printf ("# %s messages processed\n", total);
+    s_wait_processed (fx);
 
     //  Every flight of the day, page by page, equals the database.
     int pages = 0;
@@ -411,10 +538,9 @@ test_read_api (void **state)
     free (list_path);
     free (list);
 
-    //  The operating window (the injected clock is now, far from the day).
-    json_t *window = NULL;
-    assert_int_equal (s_get (fx, api_a, "/all/flights", NULL, "/all/flights", &window, NULL, 0), 200);
-    json_decref (window);
+    //  The operating window around today, streamed page by page, equals
+    //  the database.
+    s_window (fx, api_a);
 
     //  Refusals: JSON, a code and a reason.
     s_refused (fx, api_a, "/flights/abc", "/flights/{flid}", 400, "bad_flid");
@@ -441,6 +567,11 @@ test_read_api (void **state)
     assert_string_equal (value, "1");
     free (head);
     free (metrics);
+    //  A read held up past msgx.api.statement-timeout (the table locked by
+    //  the test's own transaction): 503 with the reason, counted; the
+    //  stream of the window too, before anything of it was sent.
+    s_locked_out (fx, api_a, http_a, flid);
+
     //  Not a read: 405, JSON.
     char *post_head = NULL, *post_body = NULL;
     assert_int_equal (mx_testhttp_exchange (api_a, "DELETE /flights/1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
@@ -492,7 +623,107 @@ test_read_api (void **state)
     s_env_free (env_a);
     s_env_free (env_b);
 
-    //  Every answer kept matches the OpenAPI description.
+    s_validate (fx);
+}
+
+//  A stream cut short: the first page sent, then the table locked by the
+//  test's own transaction before the second is read (msgxd-hooked holds
+//  the stream at a gate between its pages), so the second page runs into
+//  msgx.api.statement-timeout. The client sees the chunked body end
+//  without its terminating chunk, and a document whose flights are the
+//  first page, whole, followed by the error member.
+static void
+test_stream_cut_short (void **state)
+{
+    fixture_t *fx = *state;
+    s_gen_today (fx);
+    char *gate = zsys_sprintf ("%s/gate", fx->dir);
+    assert_int_equal (mkfifo (gate, 0600), 0);
+    int http = mx_testenv_free_port (), api = mx_testenv_free_port ();
+    char msgxd [1200];
+    snprintf (msgxd, sizeof msgxd, "%s/test/integration/msgxd-hooked", fx->build);
+    const char *argv [] = { msgxd, NULL };
+    char **env = s_env (fx, "gate", http, api);
+    int last = 0;
+    while (env [last])
+        last++;
+    env [last++] = strdup ("MSGX_TEST_FAULT=api-gate");
+    env [last++] = zsys_sprintf ("MSGX_TEST_GATE=%s", gate);
+    env [last++] = strdup ("MSGX_API_STATEMENT_TIMEOUT=1s");
+    mx_testproc_t *daemon = mx_testproc_new (argv, (const char *const *) env);
+    if (!mx_testproc_expect_stderr (daemon, "role active", WAIT_MS))
+        fail_msg ("msgxd-hooked did not become active: %s", mx_testproc_stderr (daemon));
+    fx->conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
+    assert_int_equal (PQstatus (fx->conn), CONNECTION_OK);
+    s_wait_processed (fx);
+
+    int sock = socket (AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons ((uint16_t) api) };
+    addr.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+    assert_int_equal (connect (sock, (struct sockaddr *) &addr, sizeof addr), 0);
+    const char *request = "GET /all/flights HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+    assert_int_equal (send (sock, request, strlen (request), 0), (ssize_t) strlen (request));
+    //  Open for writing returns once the reader waits at the gate: the
+    //  first page is read and handed over.
+    int gate_fd = open (gate, O_WRONLY);
+    assert_true (gate_fd >= 0);
+    PGresult *res = PQexec (fx->conn, "BEGIN; LOCK TABLE flight_schd IN ACCESS EXCLUSIVE MODE");
+    assert_int_equal (PQresultStatus (res), PGRES_COMMAND_OK);
+    PQclear (res);
+    assert_int_equal (write (gate_fd, "g", 1), 1);
+    close (gate_fd);
+    //  The answer, up to the server's close (bounded by the receive timeout).
+    struct timeval timeout = { .tv_sec = 30 };
+    setsockopt (sock, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    zchunk_t *got = zchunk_new (NULL, 0);
+    char buf [65536];
+    ssize_t size;
+    while ((size = recv (sock, buf, sizeof buf, 0)) > 0)
+        zchunk_extend (got, buf, (size_t) size);
+    assert_int_equal (size, 0);
+    close (sock);
+    res = PQexec (fx->conn, "ROLLBACK");
+    PQclear (res);
+    zchunk_extend (got, "", 1);
+    char *text = (char *) zchunk_data (got);
+    assert_true (strncmp (text, "HTTP/1.1 200", 12) == 0);
+    assert_non_null (strcasestr (text, "\r\nTransfer-Encoding: chunked"));
+    char *payload = NULL;
+    assert_false (mx_testhttp_dechunk (strstr (text, "\r\n\r\n") + 4, &payload));
+    json_error_t error;
+    json_t *window = json_loads (payload, 0, &error);
+    if (!window)
+        fail_msg ("the cut stream is not a JSON document (%s): ...%s", error.text,
+                  payload + (strlen (payload) > 300 ? strlen (payload) - 300 : 0));
+    assert_int_equal (json_array_size (json_object_get (window, "flights")), PAGE_SIZE);
+    json_t *cut = json_object_get (window, "error");
+    assert_string_equal (json_string_value (json_object_get (cut, "code")), "unavailable");
+    const char *message = json_string_value (json_object_get (cut, "message"));
+    assert_non_null (strstr (message, "msgx.api.statement-timeout"));
+    printf ("# stream cut short after %d flights: %s\n", PAGE_SIZE, message);
+    fprintf (fx->answers, "200 /all/flights %s\n", payload);
+    json_decref (window);
+    free (payload);
+    zchunk_destroy (&got);
+    //  Counted once, as unavailable.
+    char *head = NULL, *metrics = NULL, value [64];
+    assert_int_equal (mx_testhttp_get (http, "/metrics", 30, &head, &metrics), 200);
+    mx_testhttp_sample (metrics, "msgx_api_requests_total{outcome=\"unavailable\"}", value, sizeof value);
+    assert_string_equal (value, "1");
+    mx_testhttp_sample (metrics, "msgx_api_requests_total{outcome=\"ok\"}", value, sizeof value);
+    assert_string_equal (value, "0");
+    free (head);
+    free (metrics);
+    s_stop (&daemon);
+    s_env_free (env);
+    free (gate);
+    s_validate (fx);
+}
+
+//  Every answer kept matches the OpenAPI description.
+static void
+s_validate (fixture_t *fx)
+{
     fclose (fx->answers);
     fx->answers = NULL;
     const char *source = getenv ("MX_SOURCE_DIR");
@@ -515,6 +746,7 @@ main (void)
 {
     const struct CMUnitTest tests [] = {
         cmocka_unit_test_setup_teardown (test_read_api, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_stream_cut_short, s_setup, s_teardown),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
