@@ -55,6 +55,7 @@ typedef struct {
     zlistx_t *flights_owed;     //  flight states of the open batch, for `flights` at commit
     s_ahead_t *ahead;           //  the next messages, decoded
     size_t untrimmed;           //  bytes of text decoded since freed memory was last given back
+    bool large;                 //  a message of S_TRIM_AFTER_BYTES or more came through the mailbox connection
     size_t batch_hint;          //  after a batch cut by batch-bytes: ask for about this many, 0 = all
     int64_t replied_at;         //  zclock_usecs of the last PROCESSED, for the debug log
     mx_text_t doc_msg;          //  a change's documents, the buffers kept from one to the next
@@ -85,6 +86,8 @@ s_decode (s_processor_t *self, const mx_apply_rules_t *rules, mx_apply_msg_t *m,
         s_fault_hook (xml, size);
     if (xml)
         self->untrimmed += size;
+    if (xml && size >= S_TRIM_AFTER_BYTES)
+        self->large = true;
     mx_apply_decode (rules, m, present, xml, size);
 }
 
@@ -1176,6 +1179,13 @@ s_process_batch (s_processor_t *self, int64_t head)
         return "UNKNOWN";
     }
     free (ids);
+    //  The mailbox client's receive buffer grew to the large message (a
+    //  DNLD: 1.7 MB, held for the rest of the process): a new connection
+    //  for the next read lets it go.
+    if (self->large) {
+        self->large = false;
+        mx_mailbox_release (self->mailbox);
+    }
     if (self->untrimmed >= S_TRIM_AFTER_BYTES) {
         self->untrimmed = 0;
         malloc_trim (0);
