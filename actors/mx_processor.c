@@ -55,7 +55,7 @@ typedef struct {
     zlistx_t *flights_owed;     //  flight states of the open batch, for `flights` at commit
     s_ahead_t *ahead;           //  the next messages, decoded
     size_t untrimmed;           //  bytes of text decoded since freed memory was last given back
-    bool large;                 //  a message of S_TRIM_AFTER_BYTES or more came through the mailbox connection
+    bool large;                 //  a message of 1 MiB or more was decoded: a new mailbox connection next
     size_t batch_hint;          //  after a batch cut by batch-bytes: ask for about this many, 0 = all
     int64_t replied_at;         //  zclock_usecs of the last PROCESSED, for the debug log
     mx_text_t doc_msg;          //  a change's documents, the buffers kept from one to the next
