@@ -114,7 +114,7 @@ mx_delivery_send (mx_delivery_t *self, mx_outbox_batch_t *batch)
     self->slots = (mx_delivery_slot_t *) calloc (batch->count + 1, sizeof (mx_delivery_slot_t));
     assert (self->slots);
     for (size_t i = 0; i < batch->count; i++) {
-        const mx_outbox_event_t *event = &batch->events [i];
+        mx_outbox_event_t *event = &batch->events [i];
         mx_outbox_headers_t headers;
         mx_outbox_headers (event, &headers);
         mx_producer_header_t items [sizeof headers.items / sizeof headers.items [0]];
@@ -122,7 +122,8 @@ mx_delivery_send (mx_delivery_t *self, mx_outbox_batch_t *batch)
             items [h] = (mx_producer_header_t) { headers.items [h].name, headers.items [h].value };
         char *error = NULL;
         //  A TOMBSTONE has no payload: a null value, so compaction drops the key.
-        if (mx_producer_send (self->producer, self->topic, event->key, event->payload,
+        //  The payload goes to the producer: nothing after this reads it.
+        if (mx_producer_send (self->producer, self->topic, event->key, &event->payload,
                               items, headers.count, self->batch_seq << 32 | i, &error)) {
             //  Not queued (the producer is full or broken): the events
             //  behind it are not sent either.

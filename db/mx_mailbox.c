@@ -1173,6 +1173,13 @@ mx_mailbox_destroy (mx_mailbox_t **self_p)
     *self_p = NULL;
 }
 
+void
+mx_mailbox_release (mx_mailbox_t *self)
+{
+    assert (self);
+    s_disconnect (self);
+}
+
 bool
 mx_mailbox_connected (mx_mailbox_t *self)
 {

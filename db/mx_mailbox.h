@@ -103,6 +103,12 @@ int
     mx_mailbox_existing (mx_mailbox_t *self, int64_t from, int64_t to,
                          int64_t *ids, int max, int *count, char **error);
 
+//  Closes the connection, if any; the next call opens a new one. The
+//  client's receive buffer grows to the largest row read and never
+//  shrinks: after a large message this gives its memory back.
+void
+    mx_mailbox_release (mx_mailbox_t *self);
+
 //  True while a connection is open (it may still turn out to be lost).
 bool
     mx_mailbox_connected (mx_mailbox_t *self);

@@ -104,6 +104,44 @@ s_batch_add (mx_outbox_batch_t *self, const PGresult *res, int row)
     event->attempts = (int) mx_pg_get_int64 (res, row, S_COL_ATTEMPTS);
 }
 
+//  A take's rows into its batch, up to the first one not due yet.
+typedef struct {
+    mx_outbox_batch_t *batch;
+    size_t room;
+    int64_t now_ms;             //  INT64_MAX: every row is due
+} s_take_t;
+
+static void
+s_take_row (const PGresult *res, int row, void *arg)
+{
+    s_take_t *take = (s_take_t *) arg;
+    mx_outbox_batch_t *self = take->batch;
+    if (self->waiting_until >= 0 || self->count == take->room)
+        return;
+    int64_t due = take->now_ms == INT64_MAX ? 0 : mx_pg_get_int64 (res, row, S_COL_NEXT_AT);
+    if (due > take->now_ms) {
+        self->waiting_until = due;
+        return;
+    }
+    s_batch_add (self, res, row);
+}
+
+//  Runs a take's statement row by row: the payloads are copied out as
+//  they come, never beside the whole result (a batch of 2,000 events is
+//  some 5 MB of payloads).
+static int
+s_take (PGconn *conn, const char *sql, const char *const *params, size_t limit, int64_t now_ms,
+        mx_outbox_batch_t **batch, char **error)
+{
+    s_take_t take = { s_batch_new (limit), limit, now_ms };
+    if (mx_pg_exec_rows (conn, sql, 2, params, s_take_row, &take, error)) {
+        mx_outbox_batch_destroy (&take.batch);
+        return -1;
+    }
+    *batch = take.batch;
+    return 0;
+}
+
 int
 mx_outbox_take (PGconn *conn, const char *target, size_t limit, int64_t now_ms,
                 mx_outbox_batch_t **batch, char **error)
@@ -112,7 +150,6 @@ mx_outbox_take (PGconn *conn, const char *target, size_t limit, int64_t now_ms,
     *batch = NULL;
     char limit_text [MX_PG_INT64_BUFSIZE];
     const char *params [] = { target, mx_pg_int64_text ((int64_t) limit, limit_text) };
-    PGresult *res = NULL;
     //  A walk down msg_event_pending_idx, one row at a time from the
     //  head: each step is "the next PENDING row of the target", a probe
     //  that only that index answers in order, so the plan holds whatever
@@ -120,7 +157,7 @@ mx_outbox_take (PGconn *conn, const char *target, size_t limit, int64_t now_ms,
     //  planned from the estimated backlog; estimated small, it reads and
     //  sorts every PENDING row, and as those are the newest, the primary
     //  key order crosses every SENT row first.
-    if (mx_pg_exec (conn,
+    return s_take (conn,
             "WITH RECURSIVE walk (event_id, n) AS ("
             "  SELECT 0::bigint, 0::bigint"
             "  UNION ALL"
@@ -136,20 +173,7 @@ mx_outbox_take (PGconn *conn, const char *target, size_t limit, int64_t now_ms,
             S_SOURCE_JOIN ("e")
             " WHERE w.n > 0"
             " ORDER BY e.event_id",
-            2, params, &res, error))
-        return -1;
-    mx_outbox_batch_t *self = s_batch_new ((size_t) PQntuples (res));
-    for (int row = 0; row < PQntuples (res); row++) {
-        int64_t due = mx_pg_get_int64 (res, row, S_COL_NEXT_AT);
-        if (due > now_ms) {
-            self->waiting_until = due;
-            break;
-        }
-        s_batch_add (self, res, row);
-    }
-    PQclear (res);
-    *batch = self;
-    return 0;
+            params, limit, now_ms, batch, error);
 }
 
 int
@@ -159,7 +183,6 @@ mx_outbox_take_schd (PGconn *conn, size_t limit, int64_t now_ms, mx_outbox_batch
     *batch = NULL;
     char limit_text [MX_PG_INT64_BUFSIZE], now [MX_PG_INT64_BUFSIZE];
     const char *params [] = { mx_pg_int64_text ((int64_t) limit, limit_text), mx_pg_int64_text (now_ms, now) };
-    PGresult *res = NULL;
     //  The newest event of a FLID is the last one committed: versions rise
     //  with event_id while a flight lives, and event_id still orders right
     //  when a FLID comes back after the history sweep with fresh versions.
@@ -168,7 +191,8 @@ mx_outbox_take_schd (PGconn *conn, size_t limit, int64_t now_ms, mx_outbox_batch
     //  newest; whole rows are read for the FLIDs taken only. The cost
     //  follows the FLIDs waiting, not the events. The walk starts below
     //  any FLID so that every step is the same parameterised probe.
-    if (mx_pg_exec (conn,
+    //  Every row taken is due: the statement picked them by next_attempt_at.
+    return s_take (conn,
             "WITH RECURSIVE walk (flid, first_id) AS ("
             "  SELECT (-9223372036854775807 - 1)::bigint, NULL::bigint"
             "  UNION ALL"
@@ -190,15 +214,7 @@ mx_outbox_take_schd (PGconn *conn, size_t limit, int64_t now_ms, mx_outbox_batch
             " CROSS JOIN LATERAL (SELECT * FROM msg_event WHERE event_id = s.event_id LIMIT 1) r"
             S_SOURCE_JOIN ("r")
             " ORDER BY s.first_id",
-            2, params, &res, error))
-        return -1;
-    int rows = PQntuples (res);
-    mx_outbox_batch_t *self = s_batch_new ((size_t) rows);
-    for (int row = 0; row < rows; row++)
-        s_batch_add (self, res, row);
-    PQclear (res);
-    *batch = self;
-    return 0;
+            params, limit, INT64_MAX, batch, error);
 }
 
 static int

@@ -36,7 +36,7 @@ typedef struct {
     char *event_type;                   //  UPSERT | TOMBSTONE
     int64_t state_version;
     int64_t msg_id;                     //  0: made by a job, not by a message
-    char *payload;                      //  NULL: null value
+    char *payload;                      //  NULL: null value (or handed to the producer)
     char *source;                       //  "TYPE/STYP" of the message, NULL when unknown
     int attempts;                       //  failed deliveries so far
 } mx_outbox_event_t;

@@ -240,6 +240,33 @@ mx_pg_exec (PGconn *conn, const char *sql, int nparams,
 }
 
 int
+mx_pg_exec_rows (PGconn *conn, const char *sql, int nparams,
+                 const char *const *values, mx_pg_row_fn *row, void *arg, char **error)
+{
+    assert (conn && sql && row);
+    assert (nparams >= 0);
+    assert (nparams == 0 || values);
+    if (PQsendQueryParams (conn, sql, nparams, NULL, values, NULL, NULL, 0) != 1)
+        return s_checked (conn, NULL, sql, NULL, error);
+    //  Refused only when it comes too late; the rows then come in one
+    //  result, handed over the same way.
+    PQsetSingleRowMode (conn);
+    int rc = 0;
+    PGresult *res;
+    while ((res = PQgetResult (conn)) != NULL) {
+        ExecStatusType status = PQresultStatus (res);
+        if (rc == 0 && (status == PGRES_SINGLE_TUPLE || status == PGRES_TUPLES_OK))
+            for (int r = 0; r < PQntuples (res); r++)
+                row (res, r, arg);
+        else
+        if (rc == 0)
+            rc = mx_pg_check (conn, res, sql, error);
+        PQclear (res);
+    }
+    return rc;
+}
+
+int
 mx_pg_begin (PGconn *conn, char **error)
 {
     return mx_pg_exec (conn, "BEGIN", 0, NULL, NULL, error);

@@ -44,6 +44,16 @@ int
     mx_pg_exec (PGconn *conn, const char *sql, int nparams,
                 const char *const *values, PGresult **res_out, char **error);
 
+//  Runs one statement as mx_pg_exec does, each row handed to row (res,
+//  row, arg) as it arrives, in a result freed after the call (single-row
+//  mode): a large result is never held whole beside what the caller
+//  builds from it. 0, or -1 with *error (rows before the failure were
+//  handed over).
+typedef void (mx_pg_row_fn) (const PGresult *res, int row, void *arg);
+int
+    mx_pg_exec_rows (PGconn *conn, const char *sql, int nparams,
+                     const char *const *values, mx_pg_row_fn *row, void *arg, char **error);
+
 //  Check a result obtained directly from libpq (async, pipeline mode).
 //  Does not clear res. A NULL res counts as a failure of conn.
 int

@@ -191,10 +191,10 @@ mx_producer_fd (mx_producer_t *self)
 }
 
 int
-mx_producer_send (mx_producer_t *self, const char *topic, const char *key, const char *value,
+mx_producer_send (mx_producer_t *self, const char *topic, const char *key, char **value,
                   const mx_producer_header_t *headers, size_t header_count, uint64_t tag, char **error)
 {
-    assert (self && topic && key && error);
+    assert (self && topic && key && value && error);
     if (self->fatal) {
         *error = zsys_sprintf ("the producer failed earlier: %s", self->fatal);
         return -1;
@@ -206,8 +206,8 @@ mx_producer_send (mx_producer_t *self, const char *topic, const char *key, const
         self->handle,
         RD_KAFKA_V_TOPIC (topic),
         RD_KAFKA_V_KEY (key, strlen (key)),
-        RD_KAFKA_V_VALUE ((void *) value, value ? strlen (value) : 0),
-        RD_KAFKA_V_MSGFLAGS (RD_KAFKA_MSG_F_COPY),
+        RD_KAFKA_V_VALUE (*value, *value ? strlen (*value) : 0),
+        RD_KAFKA_V_MSGFLAGS (RD_KAFKA_MSG_F_FREE),
         RD_KAFKA_V_HEADERS (list),
         RD_KAFKA_V_OPAQUE ((void *) (uintptr_t) tag),
         RD_KAFKA_V_END);
@@ -216,6 +216,7 @@ mx_producer_send (mx_producer_t *self, const char *topic, const char *key, const
         *error = zsys_sprintf ("cannot queue for Kafka: %s", rd_kafka_err2str (err));
         return -1;
     }
+    *value = NULL;                              //  librdkafka's now
     self->outstanding++;
     return 0;
 }

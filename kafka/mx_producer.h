@@ -56,12 +56,14 @@ void mx_producer_destroy (mx_producer_t **self_p);
 //  Readable when reports (or errors) are waiting: poll it, then drain.
 int mx_producer_fd (mx_producer_t *self);
 
-//  Queue one message: key and value are text; value NULL is a null value
-//  (a tombstone). Headers are copied. tag comes back in the report.
-//  0, or -1 with *error when it could not even be queued (no report then).
-int mx_producer_send (mx_producer_t *self, const char *topic, const char *key, const char *value,
-                      const mx_producer_header_t *headers, size_t header_count, uint64_t tag,
-                      char **error);
+//  Queue one message: key and value are text; *value NULL is a null value
+//  (a tombstone). The value is taken (librdkafka frees it once reported,
+//  *value set to NULL) instead of copied: a batch out does not hold every
+//  payload twice. Headers are copied. tag comes back in the report.
+//  0, or -1 with *error when it could not even be queued (no report then;
+//  *value stays the caller's).
+int mx_producer_send (mx_producer_t *self, const char *topic, const char *key, char **value,
+                      const mx_producer_header_t *headers, size_t header_count, uint64_t tag, char **error);
 
 //  Serve what librdkafka queued: fn for every delivery report; errors of
 //  the client are logged (once per text) and a fatal one marks the producer

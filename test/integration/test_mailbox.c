@@ -358,6 +358,15 @@ test_read_found_missing_oversized (void **state)
     assert_int_equal (size, 0);
     assert_null (error);
 
+    //  Released (its receive buffer given back): the next read connects again.
+    mx_mailbox_release (mailbox);
+    assert_false (mx_mailbox_connected (mailbox));
+    mx_mailbox_release (mailbox);
+    assert_int_equal (mx_mailbox_read (mailbox, id, length, &xml, &size, &error), 1);
+    assert_true (mx_mailbox_connected (mailbox));
+    assert_int_equal (size, length);
+    free (xml);
+
     mx_mailbox_destroy (&mailbox);
     mx_config_destroy (&config);
 }

@@ -370,7 +370,8 @@ s_produce_until (fixture_t *fx, const mx_config_t *config, const char *bootstrap
     mx_producer_t *producer = mx_producer_new (config, bootstrap, "tls-test", &error);
     if (!producer)
         fail_msg ("producer refused: %s", error);
-    if (mx_producer_send (producer, "msgx.tls.test", "key", "value", NULL, 0, 1, &error))
+    char *value = strdup ("value");
+    if (mx_producer_send (producer, "msgx.tls.test", "key", &value, NULL, 0, 1, &error))
         fail_msg ("cannot queue: %s", error);
     int64_t deadline = s_now_ms () + WAIT_MS;
     const char *found = NULL;

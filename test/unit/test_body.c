@@ -968,6 +968,68 @@ test_extra (void **state)
     mx_sis_destroy (&msg);
 }
 
+//  White space in text nodes directly under SCHD and FLTR (false: none).
+static bool
+s_frame_has_text (xmlNodePtr node)
+{
+    for (xmlNodePtr child = node->children; child; child = child->next) {
+        if (child->type == XML_TEXT_NODE)
+            return true;
+        if (child->type == XML_ELEMENT_NODE && strcmp ((const char *) child->name, "FLTR") == 0
+        &&  s_frame_has_text (child))
+            return true;
+    }
+    return false;
+}
+
+//  A schedule laid out on lines decodes as the same schedule on one line:
+//  the layout between records and fields is not kept in the tree, the
+//  white space inside a value or an unknown element is.
+static void
+test_schedule_layout (void **state)
+{
+    (void) state;
+    const char *fltr_more = "<ZZZZ>\n  <A>1</A>\n  <B>2</B>\n</ZZZZ><RUNW> </RUNW>";
+    mx_sis_msg_t *flat = s_schd ("DNLD", "<RECS>1</RECS>", s_fltr ("7", "A", fltr_more), NULL);
+    char *fltr = s_fltr ("7", "A", fltr_more);
+    char *laid_out = s_format ("\n\t<RECS>1</RECS>\n\t%s\n", fltr);
+    free (fltr);
+    //  Line breaks and tabs between the FLTR's fields too.
+    char *body = s_format ("<SCHD>%s</SCHD>", laid_out);
+    free (laid_out);
+    char *spaced = NULL;
+    size_t length = 0;
+    FILE *out = open_memstream (&spaced, &length);
+    assert_non_null (out);
+    for (const char *p = body; *p; p++) {
+        if (*p == '<' && p [1] != '/' && p != body && p [-1] == '>')
+            fputs ("\n\t\t", out);
+        fputc (*p, out);
+    }
+    fclose (out);
+    free (body);
+    mx_sis_msg_t *msg = s_decode ("SCHD", "DNLD", spaced);
+    free (spaced);
+    assert_false (s_frame_has_text (mx_sis_body (msg)));
+    mx_schedule_t *a = s_schedule_ok (flat), *b = s_schedule_ok (msg);
+    assert_int_equal (a->count, 1);
+    assert_int_equal (b->count, 1);
+    char *a_extra = s_json (a->records [0].flight->extra), *b_extra = s_json (b->records [0].flight->extra);
+    assert_string_equal (b_extra, a_extra);
+    assert_non_null (strstr (b_extra, "</A>\\n  <B>"));
+    free (a_extra);
+    free (b_extra);
+    for (int i = 0; i < MX_F_COUNT; i++) {
+        const char *x = a->records [0].flight->scalars [i], *y = b->records [0].flight->scalars [i];
+        if (x || y)
+            assert_string_equal (x ? x : "-", y ? y : "-");
+    }
+    mx_schedule_destroy (&a);
+    mx_schedule_destroy (&b);
+    mx_sis_destroy (&flat);
+    mx_sis_destroy (&msg);
+}
+
 //  A FLOP with nothing this codec knows. The envelope already refuses a
 //  FLOP without its subtype's element, so the message is decoded with FLOP
 //  on the ignore list, which skips that check.
@@ -1452,6 +1514,7 @@ main (void)
         cmocka_unit_test (test_set_records),
         cmocka_unit_test (test_port),
         cmocka_unit_test (test_extra),
+        cmocka_unit_test (test_schedule_layout),
         cmocka_unit_test (test_unsupported),
         cmocka_unit_test (test_fdel),
         cmocka_unit_test (test_flop_protocol),
