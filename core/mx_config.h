@@ -128,6 +128,9 @@ const char *mx_config_topic (const mx_config_t *self, bool schd, char buf [MX_CO
 //  events stay in its own outbox and no topic is written.
 bool mx_config_publishes (const mx_config_t *self);
 
+//  msgx.delivery.semantics = exactly-once (the default).
+bool mx_config_exactly_once (const mx_config_t *self);
+
 //  Parse a duration as the config does. bare_ms: a bare number means
 //  milliseconds (keys ending "-ms"); otherwise a unit is required (except
 //  for 0). Returns 0 or -1.
