@@ -18,8 +18,13 @@
     message per transaction. The audit compares and counts; any bad count
     makes the exit code 1.
 
+    With msgx.delivery.semantics = exactly-once (the default, --semantics)
+    no event may reach a topic twice: the audit's "redelivered" (events
+    read more than once) must be 0; at-least-once counts them, and only
+    loss, reordering and the rest are faults.
+
     usage: msgx-fault [--messages N] [--kills K] [--seed S] [--build DIR]
-                      [--source DIR] [--quick]
+                      [--source DIR] [--quick] [--semantics exactly-once|at-least-once]
     Exit codes: 0 audit clean, 1 audit found something, 2 usage or set-up.
 */
 #include <assert.h>
@@ -121,6 +126,7 @@ typedef struct {
     const char *build;
     const char *source;
     bool quick;
+    const char *semantics;          //  msgx.delivery.semantics of every msgxd
     //  Servers and Kafka
     char *dir;
     char *env_file;
@@ -485,9 +491,10 @@ s_late_all_in (s_suite_t *self)
 //  msgxd instances
 
 static char **
-s_env_new (const char *pg_conninfo, mx_testmb_t *mb, const char *bootstrap, bool reference)
+s_env_new (const char *pg_conninfo, mx_testmb_t *mb, const char *bootstrap, bool reference, const char *semantics)
 {
     zlist_t *list = zlist_new ();
+    zlist_append (list, zsys_sprintf ("MSGX_DELIVERY_SEMANTICS=%s", semantics));
     zlist_append (list, zsys_sprintf ("MSGX_PG_CONNINFO=%s", pg_conninfo));
     zlist_append (list, zsys_sprintf ("MAILBOX_SHARED_MYSQL_HOST=%s", mx_testmb_host (mb)));
     zlist_append (list, zsys_sprintf ("MAILBOX_SHARED_MYSQL_PORT=%d", mx_testmb_port (mb)));
@@ -819,7 +826,8 @@ static const char *s_drained_sql =
 static void
 s_faulted_run (s_suite_t *self)
 {
-    self->env = s_env_new (mx_testpg_conninfo (self->pg), self->mb, mx_kafka_embedded_bootstraps (self->kafka), false);
+    self->env = s_env_new (mx_testpg_conninfo (self->pg), self->mb, mx_kafka_embedded_bootstraps (self->kafka), false,
+                           self->semantics);
     self->slot_wanted [0] = true;
     s_supervise (self);
     size_t next = 0;
@@ -922,7 +930,7 @@ s_reference_run (s_suite_t *self, mx_testmb_t **mb_p, double *seconds)
     s_exec (conn, s_watch_sql);
     PQclear (s_query (conn, "LISTEN mx_test", 0, NULL));
     PQclear (s_query (conn, "LISTEN mx_marks", 0, NULL));
-    char **env = s_env_new (mx_testpg_conninfo (pg), mb, NULL, true);
+    char **env = s_env_new (mx_testpg_conninfo (pg), mb, NULL, true, self->semantics);
     int64_t t0 = zclock_mono ();
     mx_testproc_t *proc = s_msgxd_start (self, env, 0);
     int64_t last = zclock_mono ();
@@ -1025,7 +1033,8 @@ s_line_free (void **item)
 typedef struct {
     int64_t records;
     int64_t distinct;
-    int64_t resends;
+    int64_t resends;                //  copies beyond the first
+    int64_t redelivered;            //  events read more than once
     int64_t out_of_order;
     int64_t no_event_id;
     int64_t trimmed;                //  offsets below the low watermark
@@ -1125,8 +1134,12 @@ s_topic_read (const char *bootstrap, const char *topic, int partitions, s_topic_
             assert (state);
             zhashx_insert (audit->keys, key, state);
         }
-        if (zhashx_lookup (audit->ids, id_text))
+        intptr_t copies = (intptr_t) zhashx_lookup (audit->ids, id_text);
+        if (copies) {
             audit->resends++;               //  at-least-once: the same id again
+            audit->redelivered += copies == 1;
+            zhashx_update (audit->ids, id_text, (void *) (copies + 1));
+        }
         else {
             zhashx_insert (audit->ids, id_text, (void *) 1);
             audit->distinct++;
@@ -1297,6 +1310,7 @@ s_audit (s_suite_t *self, PGconn *conn, PGconn *ref, double run_seconds, double 
         " FROM msg_event");
 
     //  Kafka.
+    bool exactly_once = strcmp (self->semantics, "at-least-once") != 0;
     s_topic_audit_t msg = { 0 }, schd = { 0 };
     s_topic_read (mx_kafka_embedded_bootstraps (self->kafka), S_TOPIC_MSG, self->partitions, &msg);
     s_topic_read (mx_kafka_embedded_bootstraps (self->kafka), S_TOPIC_SCHD, self->partitions, &schd);
@@ -1382,12 +1396,15 @@ s_audit (s_suite_t *self, PGconn *conn, PGconn *ref, double run_seconds, double 
     s_figure ("  not SENT (PENDING or DEAD)", undelivered, true);
     s_figure ("Kafka KAFKA:msg records", msg.records, false);
     s_figure ("  distinct event ids", msg.distinct, false);
-    s_figure ("  re-sends (same id)", msg.resends, false);
+    s_figure ("  redelivered (events read more than once)", msg.redelivered, exactly_once);
+    s_figure ("  copies beyond the first", msg.resends, exactly_once);
     s_figure ("  out of order", msg.out_of_order, true);
     s_figure ("Kafka KAFKA:schd records", schd.records, false);
     s_figure ("  distinct event ids", schd.distinct, false);
-    s_figure ("  re-sends (same id)", schd.resends, false);
+    s_figure ("  redelivered (events read more than once)", schd.redelivered, exactly_once);
+    s_figure ("  copies beyond the first", schd.resends, exactly_once);
     s_figure ("  out of order", schd.out_of_order, true);
+    s_figure ("redelivered", msg.redelivered + schd.redelivered, exactly_once);
     s_figure ("records dropped by mock retention", msg.trimmed + schd.trimmed, true);
     s_figure ("records without an event id", msg.no_event_id + schd.no_event_id, true);
     s_figure ("records of no outbox event", phantom, true);
@@ -1400,7 +1417,7 @@ s_audit (s_suite_t *self, PGconn *conn, PGconn *ref, double run_seconds, double 
     s_topic_audit_destroy (&msg);
     s_topic_audit_destroy (&schd);
 
-    printf ("\nfault schedule (seed %" PRIu64 "):\n", self->seed);
+    printf ("\nfault schedule (seed %" PRIu64 ", %s):\n", self->seed, self->semantics);
     for (int kind = 0; kind <= F_STANDBY_STOP; kind++)
         printf ("  %-44s %zu\n", s_fault_names [kind], self->fired [kind]);
     printf ("  %-44s %" PRId64 "\n", "msgxd starts", self->starts);
@@ -1419,7 +1436,8 @@ s_audit (s_suite_t *self, PGconn *conn, PGconn *ref, double run_seconds, double 
         printf ("  %-44s %10" PRId64 "%s\n", s_figures [i].name, s_figures [i].value, wrong ? "   <-- must be 0" : "");
     }
     printf ("\nfaulted run %.1f s, reference run %.1f s (one message per transaction)\n", run_seconds, ref_seconds);
-    printf ("%s\n", bad ? "AUDIT FAILED" : "audit clean: 0 lost, 0 reordered, 0 double effects, 0 unmarked without reason");
+    printf ("%s%s\n", bad ? "AUDIT FAILED" : "audit clean: 0 lost, 0 reordered, 0 double effects, 0 unmarked without reason",
+            bad || !exactly_once ? "" : ", 0 redelivered");
     return bad ? 1 : 0;
 }
 
@@ -1428,14 +1446,15 @@ s_audit (s_suite_t *self, PGconn *conn, PGconn *ref, double run_seconds, double 
 static void
 s_usage (void)
 {
-    fprintf (stderr, "usage: msgx-fault [--messages N] [--kills K] [--seed S] [--build DIR] [--source DIR] [--quick]\n");
+    fprintf (stderr, "usage: msgx-fault [--messages N] [--kills K] [--seed S] [--build DIR] [--source DIR] [--quick]"
+                     " [--semantics exactly-once|at-least-once]\n");
     exit (2);
 }
 
 int
 main (int argc, char *argv [])
 {
-    s_suite_t suite = { .messages = 100000, .kills = 20, .seed = 20261130 };
+    s_suite_t suite = { .messages = 100000, .kills = 20, .seed = 20261130, .semantics = "exactly-once" };
     s_suite_t *self = &suite;
     self->build = getenv ("MX_BUILD_DIR");
     self->source = getenv ("MX_SOURCE_DIR");
@@ -1443,6 +1462,7 @@ main (int argc, char *argv [])
         { "messages", required_argument, NULL, 'm' }, { "kills", required_argument, NULL, 'k' },
         { "seed", required_argument, NULL, 's' }, { "build", required_argument, NULL, 'b' },
         { "source", required_argument, NULL, 'S' }, { "quick", no_argument, NULL, 'q' },
+        { "semantics", required_argument, NULL, 'e' },
         { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 }
     };
     int option;
@@ -1454,10 +1474,12 @@ main (int argc, char *argv [])
             case 'b': self->build = optarg; break;
             case 'S': self->source = optarg; break;
             case 'q': self->quick = true; break;
+            case 'e': self->semantics = optarg; break;
             default: s_usage ();
         }
     }
-    if (optind < argc || self->messages < 1000 || self->kills < 1 || !self->build || !self->source)
+    if (optind < argc || self->messages < 1000 || self->kills < 1 || !self->build || !self->source
+    ||  (strcmp (self->semantics, "exactly-once") != 0 && strcmp (self->semantics, "at-least-once") != 0))
         s_usage ();
     s_rng_state = self->seed;
     zsys_init ();
@@ -1471,7 +1493,8 @@ main (int argc, char *argv [])
     setenv ("MX_SOURCE_DIR", self->source, 1);
     self->servers = zsys_sprintf ("%s/deploy/local/mx-servers", self->source);
     self->msgxd = zsys_sprintf ("%s/cmd/msgxd", self->build);
-    printf ("msgx-fault: seed %" PRIu64 ", %d messages, %d kills\n", self->seed, self->messages, self->kills);
+    printf ("msgx-fault: seed %" PRIu64 ", %d messages, %d kills, %s\n", self->seed, self->messages, self->kills,
+            self->semantics);
     int64_t t0 = zclock_mono ();
     s_cleanup_servers = self->servers;
     s_cleanup_env = self->env_file;
