@@ -16,6 +16,7 @@
 #include "mx_metrics_actor.h"
 #include "mx_processor.h"
 #include "mx_pump.h"
+#include "mx_republish_actor.h"
 #include "mx_requests_actor.h"
 #include "mx_version.h"
 
@@ -31,7 +32,9 @@ const mx_actor_def_t mx_pipeline_actors [] = {
     { "backfill", mx_backfill_actor, true },
     { "jobs", mx_jobs_actor, false },
     { "dispatcher", mx_dispatcher_actor, false },
+    { MX_REF_DISPATCHER, mx_dispatcher_actor, false },
     { "schd-aggregator", mx_aggregator_actor, false },
+    { "republisher", mx_republish_actor, false },
 };
 const size_t mx_pipeline_actor_count = sizeof mx_pipeline_actors / sizeof mx_pipeline_actors [0];
 
@@ -54,6 +57,10 @@ mx_actors_register_metrics (void)
         mx_inbox_failures (mx_mailbox_failure_name ((mx_mailbox_failure_t) failure));
     mx_delivery_register_metrics ("KAFKA:msg");
     mx_delivery_register_metrics ("KAFKA:schd");
+    mx_delivery_register_metrics ("KAFKA:ref");
+    mx_republish_events ("KAFKA:schd");
+    mx_republish_events ("KAFKA:ref");
+    mx_metrics_gauge_set (mx_republish_remaining (), 0);
     mx_processor_register_metrics ();
     mx_requests_register_metrics ();
     mx_control_register_metrics ();

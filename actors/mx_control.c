@@ -845,8 +845,8 @@ s_handle_child (s_control_t *self, s_child_t *child)
     }
     if (cmd == MX_CMD_EVENTS_COMMITTED) {
         mx_cmd_done (&rest);
-        const char *targets [] = { "dispatcher", "schd-aggregator" };
-        for (size_t i = 0; i < 2; i++) {
+        const char *targets [] = { "dispatcher", "schd-aggregator", "ref-dispatcher" };
+        for (size_t i = 0; i < 3; i++) {
             s_child_t *target = s_child (self, targets [i]);
             if (target)
                 mx_cmd_send (zactor_sock (target->actor), MX_CMD_EVENTS_COMMITTED);
@@ -879,9 +879,12 @@ s_handle_child (s_control_t *self, s_child_t *child)
         //  Dead events replayed are new work, as committed events are: the
         //  schd-aggregator takes its share at its next flush (the
         //  dispatcher has started a round itself).
-        s_child_t *aggregator = s_child (self, "schd-aggregator");
-        if (aggregator && strcmp (child->args.name, "dispatcher") == 0)
-            mx_cmd_send (zactor_sock (aggregator->actor), MX_CMD_EVENTS_COMMITTED);
+        const char *others [] = { "schd-aggregator", "ref-dispatcher" };
+        for (size_t i = 0; i < 2 && strcmp (child->args.name, "dispatcher") == 0; i++) {
+            s_child_t *other = s_child (self, others [i]);
+            if (other)
+                mx_cmd_send (zactor_sock (other->actor), MX_CMD_EVENTS_COMMITTED);
+        }
         return;
     }
     if (cmd == MX_CMD_FATAL) {

@@ -29,6 +29,7 @@ typedef struct {
     bool started;
     PGconn *pg;
     const char *bootstrap;
+    const char *target;         //  KAFKA:msg, or KAFKA:ref for the ref-dispatcher
     char topic [MX_CONFIG_TOPIC_BUFSIZE];   //  mx_config_topic: suffixed on a shadow instance
     mx_delivery_t *delivery;    //  the producer and the batch out
     int64_t rounds;             //  full batches in this wake-up
@@ -132,7 +133,7 @@ s_round (s_dispatcher_t *self)
     }
     mx_outbox_batch_t *batch = NULL;
     char *error = NULL;
-    if (mx_outbox_take (self->pg, MX_OUTBOX_TARGET_MSG, (size_t) self->config->pipeline_delivery_batch, now,
+    if (mx_outbox_take (self->pg, self->target, (size_t) self->config->pipeline_delivery_batch, now,
                         &batch, &error)) {
         mx_problem_report (&self->problem, "cannot read the outbox", error);
         self->next_round = now + self->config->pipeline_poll_interval;
@@ -289,7 +290,7 @@ s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
                             ? self->args->kafka_bootstrap : self->config->kafka_bootstrap_servers;
             if (!mx_config_publishes (self->config)) {
                 mx_warn (ACTOR, "shadow mode (msgx.shadow-publish = false): nothing is published, "
-                                "%s events stay PENDING in this instance's outbox", "KAFKA:msg");
+                                "%s events stay PENDING in this instance's outbox", self->target);
                 mx_actor_reply_started (self->pipe, "shadow mode: nothing is published (msgx.shadow-publish = false)");
                 break;
             }
@@ -300,8 +301,8 @@ s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
                 break;
             }
             self->started = true;
-            char *detail = zsys_sprintf ("KAFKA:msg to topic %s at %s; %" PRId64 " events a batch, up to %"
-                                         PRId64 " batches a wake-up", self->topic,
+            char *detail = zsys_sprintf ("%s to topic %s at %s; %" PRId64 " events a batch, up to %"
+                                         PRId64 " batches a wake-up", self->target, self->topic,
                                          self->bootstrap, self->config->pipeline_delivery_batch,
                                          self->config->pipeline_delivery_drain_rounds);
             mx_actor_reply_started (self->pipe, detail);
@@ -372,13 +373,20 @@ mx_dispatcher_actor (zsock_t *pipe, void *args)
     self->pipe = pipe;
     self->args = (const mx_actor_args_t *) args;
     self->config = self->args->config;
-    self->problem.actor = ACTOR;
-    self->sent_total = mx_delivery_events_sent ("KAFKA:msg");
-    self->failed_total = mx_delivery_events_failed ("KAFKA:msg");
+    //  The same delivery, one event after the other, serves KAFKA:ref
+    //  under the name ref-dispatcher (mx_actors.c).
+    bool ref = self->args->name && streq (self->args->name, MX_REF_DISPATCHER);
+    self->target = ref ? MX_OUTBOX_TARGET_REF : MX_OUTBOX_TARGET_MSG;
+    self->problem.actor = ref ? MX_REF_DISPATCHER : ACTOR;
+    self->sent_total = mx_delivery_events_sent (self->target);
+    self->failed_total = mx_delivery_events_failed (self->target);
     self->clock = self->args->clock;
     self->next_round = INT64_MAX;
-    mx_config_topic (self->config, false, self->topic);
-    self->delivery = mx_delivery_new (self->config, self->clock, ACTOR, MX_OUTBOX_TARGET_MSG, self->topic,
+    if (ref)
+        mx_config_ref_topic (self->config, self->topic);
+    else
+        mx_config_topic (self->config, false, self->topic);
+    self->delivery = mx_delivery_new (self->config, self->clock, self->problem.actor, self->target, self->topic,
                                       "batch", s_settle, mx_outbox_mark_sent, self);
     self->admin_waiting = zlist_new ();
 

@@ -22,6 +22,10 @@
 
 #include "mx_actor.h"
 
+//  Started under this name it delivers KAFKA:ref (msgx.kafka.topic.reference,
+//  key LIST:KEY) the same way.
+#define MX_REF_DISPATCHER "ref-dispatcher"
+
 //  zactor function; args is an mx_actor_args_t.
 void mx_dispatcher_actor (zsock_t *pipe, void *args);
 

@@ -11,6 +11,7 @@
 #include "mx_pg.h"
 #include "mx_rawstore.h"
 #include "mx_readmodel.h"
+#include "mx_republish.h"
 #include "mx_sis.h"
 #include "mx_sis_body.h"
 
@@ -134,15 +135,17 @@ s_status_queue (s_reader_t *self, json_t *status, char **error)
         return -1;
     int64_t now = mx_clock_now (self->clock);
     int64_t w = 0, unfinished = 0, unmarked = 0, registered = 0;
-    json_t *cursor = NULL, *head = NULL, *counts = NULL;
+    json_t *cursor = NULL, *head = NULL, *counts = NULL, *republish = NULL;
     bool backing_off = false;
     if (mx_readmodel_cursor (conn, now, &cursor, &w, error)
     ||  mx_readmodel_head (conn, now, &head, &backing_off, error)
     ||  mx_readmodel_counts (conn, &counts, error)
-    ||  mx_readmodel_queue (conn, &unfinished, &unmarked, &registered, error)) {
+    ||  mx_readmodel_queue (conn, &unfinished, &unmarked, &registered, error)
+    ||  mx_republish_status (conn, &republish, error)) {
         json_decref (cursor);
         json_decref (head);
         json_decref (counts);
+        json_decref (republish);
         s_pg_check (self);
         return -1;
     }
@@ -156,6 +159,8 @@ s_status_queue (s_reader_t *self, json_t *status, char **error)
     json_object_set_new (status, "head", head ? head : json_null ());
     json_object_set_new (status, "counts", counts);
     json_object_set_new (status, "backlog", s_status_backlog (self, unfinished, unmarked, registered, w));
+    //  The latest re-publish job, its progress while it runs.
+    json_object_set_new (status, "republish", republish);
     return 0;
 }
 
@@ -177,10 +182,12 @@ s_status (s_reader_t *self)
     json_object_set_new (status, "pid", json_integer (getpid ()));
     //  Where events go, so a shadow instance is never taken for the live one.
     char topic_msg [MX_CONFIG_TOPIC_BUFSIZE], topic_schd [MX_CONFIG_TOPIC_BUFSIZE];
+    char topic_ref [MX_CONFIG_TOPIC_BUFSIZE];
     json_object_set_new (status, "shadow", json_boolean (self->config->shadow));
     json_object_set_new (status, "topics", mx_config_publishes (self->config)
-        ? json_pack ("{s:s,s:s}", "msg", mx_config_topic (self->config, false, topic_msg),
-                     "schd", mx_config_topic (self->config, true, topic_schd))
+        ? json_pack ("{s:s,s:s,s:s}", "msg", mx_config_topic (self->config, false, topic_msg),
+                     "schd", mx_config_topic (self->config, true, topic_schd),
+                     "ref", mx_config_ref_topic (self->config, topic_ref))
         : json_null ());
 
     char *error = NULL;

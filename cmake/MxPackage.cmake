@@ -2,7 +2,7 @@
 #
 # The layout is Debian's: msgxd in /usr/sbin (a daemon started by systemd,
 # not a command for users; FHS and Debian put such programs in sbin),
-# msgxctl and msgx-gen in /usr/bin, the unit in /lib/systemd/system,
+# msgxctl, msgx-gen and msgx-diff in /usr/bin, the unit in /lib/systemd/system,
 # sysusers and tmpfiles files in /usr/lib, the production sample as the
 # conffile /etc/msgxd/msgxd.zpl. The unit names /usr/sbin/msgxd, so the
 # package (prefix /usr) is the supported way to install.
@@ -27,6 +27,7 @@ set(MX_MAN_PAGES
   ${PROJECT_SOURCE_DIR}/docs/man/msgxd.8
   ${PROJECT_SOURCE_DIR}/docs/man/msgxctl.1
   ${PROJECT_SOURCE_DIR}/docs/man/msgx-gen.1
+  ${PROJECT_SOURCE_DIR}/docs/man/msgx-diff.1
   ${PROJECT_BINARY_DIR}/docs/man/msgxd.conf.5)
 set(MX_PACKAGE_FILES)
 foreach(page ${MX_MAN_PAGES} ${MX_DEBIAN_DIR}/changelog)
@@ -42,7 +43,7 @@ add_custom_target(package-files ALL DEPENDS ${MX_PACKAGE_FILES})
 add_dependencies(package-files docs-man-config)
 
 install(TARGETS msgxd DESTINATION sbin)
-install(TARGETS msgxctl msgx-gen DESTINATION bin)
+install(TARGETS msgxctl msgx-gen msgx-diff DESTINATION bin)
 foreach(page ${MX_MAN_PAGES})
   get_filename_component(name ${page} NAME)
   string(REGEX REPLACE ".*\\." "" section ${name})
@@ -79,7 +80,8 @@ set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "msgxd reads SIS XML messages from an AODB'
 strictly in ID order, keeps the authoritative flight state in its own
 PostgreSQL database and publishes every change to Kafka through a
 transactional outbox. msgxctl is its admin command line; msgx-gen
-generates SIS traffic for trials.")
+generates SIS traffic for trials; msgx-diff compares msgxd's flight state
+with a legacy store before a cutover.")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)

@@ -141,6 +141,23 @@ static const s_verb_t s_verbs [] = {
       "  --yes          act (without it the daemon refuses and says so)\n"
       "  --json         the daemon's reply as JSON\n"
       "Registered in REQ_TRACK and sent once through COUTMSGS.\n", true },
+    { MX_ADMIN_REPUBLISH, "republish",
+      "republish --flid N [N...] | --day YYYY-MM-DD | --all [--reference] [--dry-run] [--yes] [--json]"
+      " | republish --reference [--dry-run] [--yes] | republish --cancel",
+      "send current flight states (and reference data) to Kafka again",
+      "  --flid N [N...] these flights\n"
+      "  --day D        every flight of the operation day D\n"
+      "  --all          every flight msgxd holds\n"
+      "  --reference    every reference entry too, to the reference topic; alone:\n"
+      "                 the reference entries only\n"
+      "  --dry-run      say how many flights and entries it would send; send nothing\n"
+      "  --yes          act (without it the daemon refuses and says so)\n"
+      "  --cancel       stop the running job (what it sent stays sent)\n"
+      "  --json         the daemon's reply as JSON\n"
+      "The current state documents go to the state topic through the outbox, in\n"
+      "FLID order, at msgx.republish.rate events a second; one job at a time. A\n"
+      "restart of msgxd continues the job after the last flight done. Progress:\n"
+      "msgxctl status.\n", true },
     { MX_ADMIN_LOG_LEVEL, "log-level", "log-level LEVEL [ACTOR] [--json]",
       "change the log level at once, without a restart",
       "  LEVEL          debug, info, warn or error: the lowest level written\n"
@@ -515,6 +532,20 @@ s_print_status (json_t *status)
             printf (", in the mailbox above them %" JSON_INTEGER_FORMAT,
                     json_integer_value (json_object_get (backlog, "unregistered")));
         printf ("); marks owed %" JSON_INTEGER_FORMAT "\n", json_integer_value (json_object_get (backlog, "unmarked")));
+    }
+    json_t *job = json_object_get (status, "republish");
+    if (json_is_object (job)) {
+        json_int_t sent = json_integer_value (json_object_get (job, "flights_sent"))
+                        + json_integer_value (json_object_get (job, "entries_sent"));
+        json_int_t total = json_integer_value (json_object_get (job, "flights_total"))
+                         + json_integer_value (json_object_get (job, "entries_total"));
+        printf ("republish   job %" JSON_INTEGER_FORMAT " %s (%s%s%s): %" JSON_INTEGER_FORMAT " of %"
+                JSON_INTEGER_FORMAT " events sent, %" JSON_INTEGER_FORMAT " remaining\n",
+                json_integer_value (json_object_get (job, "job_id")), s_text (json_object_get (job, "state"), "?"),
+                s_text (json_object_get (job, "scope"), "?"),
+                json_is_string (json_object_get (job, "day")) ? " " : "",
+                json_is_string (json_object_get (job, "day")) ? json_string_value (json_object_get (job, "day")) : "",
+                sent, total, json_integer_value (json_object_get (job, "remaining")));
     }
     json_t *deps = json_object_get (status, "dependencies");
     const char *key;
@@ -1128,7 +1159,7 @@ static bool
 s_previews (mx_admin_t admin)
 {
     return admin == MX_ADMIN_REPLAY || admin == MX_ADMIN_REPLAY_EVENTS || admin == MX_ADMIN_CUTOVER
-        || admin == MX_ADMIN_BACKFILL_RECOVER || admin == MX_ADMIN_REQUEST;
+        || admin == MX_ADMIN_BACKFILL_RECOVER || admin == MX_ADMIN_REQUEST || admin == MX_ADMIN_REPUBLISH;
 }
 
 //  Verb arguments into the JSON object sent to the daemon.
@@ -1180,14 +1211,15 @@ s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_
         if (admin == MX_ADMIN_REPLAY && strcmp (arg, "--class") == 0 && i + 1 < argc)
             json_object_set_new (args, "class", json_string (argv [++i]));
         else
-        if ((admin == MX_ADMIN_REPLAY || admin == MX_ADMIN_BACKFILL_RECOVER) && strcmp (arg, "--id") == 0) {
+        if (((admin == MX_ADMIN_REPLAY || admin == MX_ADMIN_BACKFILL_RECOVER) && strcmp (arg, "--id") == 0)
+        ||  (admin == MX_ADMIN_REPUBLISH && strcmp (arg, "--flid") == 0)) {
             if (!ids)
                 ids = json_array ();
             while (i + 1 < argc && argv [i + 1][0] != '-') {
                 long long id = 0;
                 if (s_parse_count (argv [++i], INT64_MAX, &id)) {
-                    fprintf (stderr, "msgxctl: %s: '%s' is not a message ID (a positive integer)\n",
-                             s_verb_of (admin)->name, argv [i]);
+                    fprintf (stderr, "msgxctl: %s: '%s' is not a%s ID (a positive integer)\n",
+                             s_verb_of (admin)->name, argv [i], admin == MX_ADMIN_REPUBLISH ? " FLID" : " message");
                     json_decref (ids);
                     return -1;
                 }
@@ -1245,8 +1277,17 @@ s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_
             json_object_set_new (args, "after", json_integer (after));
         }
         else
-        if (admin == MX_ADMIN_BACKFILL_RECOVER && strcmp (arg, "--all") == 0)
+        if ((admin == MX_ADMIN_BACKFILL_RECOVER || admin == MX_ADMIN_REPUBLISH) && strcmp (arg, "--all") == 0)
             json_object_set_new (args, "all", json_true ());
+        else
+        if (admin == MX_ADMIN_REPUBLISH && strcmp (arg, "--day") == 0 && i + 1 < argc)
+            json_object_set_new (args, "day", json_string (argv [++i]));
+        else
+        if (admin == MX_ADMIN_REPUBLISH && strcmp (arg, "--reference") == 0)
+            json_object_set_new (args, "reference", json_true ());
+        else
+        if (admin == MX_ADMIN_REPUBLISH && strcmp (arg, "--cancel") == 0)
+            json_object_set_new (args, "cancel", json_true ());
         else
         if (admin == MX_ADMIN_REQUEST && !json_object_get (args, "kind")
         &&  (strcmp (arg, "schedule") == 0 || strcmp (arg, "reference") == 0))
@@ -1278,11 +1319,22 @@ s_parse_args (mx_admin_t admin, int argc, char **argv, json_t *args, bool *json_
     }
     if (ids) {
         if (json_array_size (ids) == 0) {
-            fprintf (stderr, "msgxctl: %s: --id needs at least one message ID\n", s_verb_of (admin)->name);
+            fprintf (stderr, "msgxctl: %s: %s needs at least one %s ID\n", s_verb_of (admin)->name,
+                     admin == MX_ADMIN_REPUBLISH ? "--flid" : "--id", admin == MX_ADMIN_REPUBLISH ? "flight" : "message");
             json_decref (ids);
             return -1;
         }
-        json_object_set_new (args, "ids", ids);
+        json_object_set_new (args, admin == MX_ADMIN_REPUBLISH ? "flids" : "ids", ids);
+    }
+    if (admin == MX_ADMIN_REPUBLISH) {
+        int scopes = !!json_object_get (args, "flids") + !!json_object_get (args, "day")
+                   + !!json_object_get (args, "all") + !!json_object_get (args, "cancel");
+        bool reference = !!json_object_get (args, "reference");
+        if (scopes > 1 || (scopes == 0 && !reference) || (json_object_get (args, "cancel") && reference)) {
+            fprintf (stderr, "msgxctl: republish needs exactly one of --flid N..., --day YYYY-MM-DD, --all,"
+                             " --reference (alone: the reference entries only) or --cancel\n");
+            return -1;
+        }
     }
     if (admin == MX_ADMIN_REPLAY && !!json_object_get (args, "class") == !!json_object_get (args, "ids")) {
         fprintf (stderr, "msgxctl: replay needs exactly one of --class C or --id N...\n");
@@ -1395,6 +1447,26 @@ s_print_simple (mx_admin_t admin, json_t *reply)
                         json_integer_value (json_object_get (reply, "id")),
                         json_integer_value (json_object_get (reply, "seqn")),
                         s_text (json_object_get (reply, "state"), "?"));
+            break;
+        case MX_ADMIN_REPUBLISH:
+            if (json_is_true (json_object_get (reply, "cancelled")))
+                printf ("republish job %" JSON_INTEGER_FORMAT " cancelled; %" JSON_INTEGER_FORMAT
+                        " event(s) it had still to send are not sent\n",
+                        json_integer_value (json_object_get (reply, "job_id")),
+                        json_integer_value (json_object_get (reply, "left")));
+            else
+            if (json_is_true (json_object_get (reply, "dry_run")))
+                printf ("dry run: %" JSON_INTEGER_FORMAT " flight(s) and %" JSON_INTEGER_FORMAT
+                        " reference entr%s would be sent; nothing sent; add --yes to send them\n",
+                        json_integer_value (json_object_get (reply, "flights")),
+                        json_integer_value (json_object_get (reply, "entries")),
+                        json_integer_value (json_object_get (reply, "entries")) == 1 ? "y" : "ies");
+            else
+                printf ("republish job %" JSON_INTEGER_FORMAT " started: %" JSON_INTEGER_FORMAT
+                        " flight(s), %" JSON_INTEGER_FORMAT " reference entries; progress in msgxctl status\n",
+                        json_integer_value (json_object_get (reply, "job_id")),
+                        json_integer_value (json_object_get (reply, "flights")),
+                        json_integer_value (json_object_get (reply, "entries")));
             break;
         case MX_ADMIN_LOG_LEVEL: {
             //  "log level info; processor debug": the global one, then

@@ -235,6 +235,8 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
         "Change only together with the consumers; create the topic first when auto-creation is off.",
     S_ADVICE (kafka_topic_schd) =
         "Create it with cleanup.policy=compact; change only together with the consumers.",
+    S_ADVICE (kafka_topic_reference) =
+        "Create it with cleanup.policy=compact; change only together with the consumers.",
     S_ADVICE (kafka_acks) =
         "Not tunable: anything but all is refused.",
     S_ADVICE (kafka_enable_idempotence) =
@@ -245,6 +247,9 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
         "Raise (10 to 50) for throughput over a slow link; 0 for the lowest latency.",
     S_ADVICE (kafka_delivery_timeout) =
         "Raise if broker fail-overs (leader elections) take longer.",
+    S_ADVICE (republish_rate) =
+        "A job writes at most this many events a second, in steps of a tenth of it (up to 500), each "
+        "its own transaction, so the outbox and the brokers are not flooded while traffic flows.",
     S_ADVICE (delivery_max_attempts) =
         "With delivery.backoff it decides how long a Kafka outage may last before events become "
         "DEAD (defaults: about 7 minutes); raise both where outages last longer.",
@@ -797,13 +802,16 @@ main (int argc, char **argv)
     mx_info (ACTOR, "msgxd %s (commit %s) starting: profile %s, pid %d", MX_VERSION, MX_COMMIT,
              config->profile, (int) getpid ());
     char topic_msg [MX_CONFIG_TOPIC_BUFSIZE], topic_schd [MX_CONFIG_TOPIC_BUFSIZE];
+    char topic_ref [MX_CONFIG_TOPIC_BUFSIZE];
     mx_config_topic (config, false, topic_msg);
     mx_config_topic (config, true, topic_schd);
+    mx_config_ref_topic (config, topic_ref);
     if (config->shadow)
-        mx_warn (ACTOR, "SHADOW instance: nothing is written to the shared mailbox; %s%s%s%s",
+        mx_warn (ACTOR, "SHADOW instance: nothing is written to the shared mailbox; %s%s%s%s%s%s",
                  mx_config_publishes (config) ? "events go to the shadow topics " : "no event is published",
-                 mx_config_publishes (config) ? topic_msg : "", mx_config_publishes (config) ? " and " : "",
-                 mx_config_publishes (config) ? topic_schd : "");
+                 mx_config_publishes (config) ? topic_msg : "", mx_config_publishes (config) ? ", " : "",
+                 mx_config_publishes (config) ? topic_schd : "", mx_config_publishes (config) ? " and " : "",
+                 mx_config_publishes (config) ? topic_ref : "");
 
     int exit_code = 0;
     mx_kafka_embedded_t *kafka = NULL;
@@ -812,7 +820,9 @@ main (int argc, char **argv)
         kafka_description = zsys_sprintf ("brokers %s", config->kafka_bootstrap_servers);
     else {
         //  Validation already refused prod without brokers.
-        const char *topics [] = { topic_msg, topic_schd, NULL };
+        //  The mock cluster has no compaction: the compacted topics are
+        //  plain ones here (docs/consumers.md says how to create them).
+        const char *topics [] = { topic_msg, topic_schd, topic_ref, NULL };
         char *error = NULL;
         kafka = mx_kafka_embedded_new (1, topics, 3, &error);
         if (!kafka) {

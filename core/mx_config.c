@@ -1489,6 +1489,14 @@ mx_config_topic (const mx_config_t *self, bool schd, char buf [MX_CONFIG_TOPIC_B
     return buf;
 }
 
+const char *
+mx_config_ref_topic (const mx_config_t *self, char buf [MX_CONFIG_TOPIC_BUFSIZE])
+{
+    snprintf (buf, MX_CONFIG_TOPIC_BUFSIZE, "%s%s", self->kafka_topic_reference,
+              self->shadow ? self->shadow_topic_suffix : "");
+    return buf;
+}
+
 bool
 mx_config_publishes (const mx_config_t *self)
 {
@@ -1515,8 +1523,11 @@ s_check_shadow (const mx_config_t *self, zlist_t *errors)
         return;
     }
     char topic [MX_CONFIG_TOPIC_BUFSIZE];
-    for (int schd = 0; schd < 2; schd++) {
-        mx_config_topic (self, schd, topic);
+    for (int which = 0; which < 3; which++) {
+        if (which < 2)
+            mx_config_topic (self, which == 1, topic);
+        else
+            mx_config_ref_topic (self, topic);
         size_t length = strlen (topic);
         bool valid = length <= 249;
         for (const char *scan = self->shadow_topic_suffix; *scan && valid; scan++)
@@ -1718,11 +1729,8 @@ s_check_mailbox_tls (const mx_config_t *self, zlist_t *problems, bool prod)
                    "mailbox.shared-mysql.allow-unverified = true for a network you trust");
 }
 
-//  The sslmode libpq will use: the conninfo's, else PGSSLMODE, else its
-//  default (prefer). NULL when the conninfo does not parse (msgxd reports
-//  that where it connects).
-static char *
-s_pg_sslmode (const char *conninfo)
+char *
+mx_config_pg_sslmode (const char *conninfo)
 {
     char *parse_error = NULL;
     PQconninfoOption *options = PQconninfoParse (conninfo, &parse_error);
@@ -1751,7 +1759,7 @@ s_check_pg_tls (const mx_config_t *self, zlist_t *problems, bool prod)
 {
     if (!prod || self->pg_allow_unverified)
         return;
-    char *mode = s_pg_sslmode (self->pg_conninfo);
+    char *mode = mx_config_pg_sslmode (self->pg_conninfo);
     if (mode && !streq (mode, "verify-ca") && !streq (mode, "verify-full"))
         s_problem (self, problems, S_IDX (pg_conninfo),
                    "sslmode %s does not verify the server: prod needs sslmode=verify-full (or verify-ca) "
@@ -1903,9 +1911,14 @@ mx_config_validate (const mx_config_t *self, zlist_t *errors)
                    "prod needs msgx.kafka.bootstrap-servers; the embedded mock cluster is dev only");
     s_check_topic (self, problems, S_IDX (kafka_topic_msg));
     s_check_topic (self, problems, S_IDX (kafka_topic_schd));
+    s_check_topic (self, problems, S_IDX (kafka_topic_reference));
     if (streq (self->kafka_topic_msg, self->kafka_topic_schd))
         s_problem (self, problems, S_IDX (kafka_topic_schd),
                    "must differ from msgx.kafka.topic.msg (it is log-compacted)");
+    if (streq (self->kafka_topic_reference, self->kafka_topic_msg)
+    ||  streq (self->kafka_topic_reference, self->kafka_topic_schd))
+        s_problem (self, problems, S_IDX (kafka_topic_reference),
+                   "must differ from the flight topics (its keys are LIST:KEY, and it is log-compacted)");
     s_check_shadow (self, problems);
     if (!streq (self->kafka_acks, "all") && !streq (self->kafka_acks, "-1"))
         s_problem (self, problems, S_IDX (kafka_acks),
@@ -1923,6 +1936,7 @@ mx_config_validate (const mx_config_t *self, zlist_t *errors)
                    "must be more than msgx.kafka.linger-ms");
     s_check_kafka_security (self, problems, prod);
     s_int_range (self, problems, S_IDX (delivery_max_attempts), 1, INT32_MAX);
+    s_int_range (self, problems, S_IDX (republish_rate), 1, 100000);
     if (self->delivery_backoff.count == 0)
         s_problem (self, problems, S_IDX (delivery_backoff), "needs at least one delay, e.g. 1s,5s,30s,1m");
     for (size_t i = 0; i < self->delivery_backoff.count; i++)

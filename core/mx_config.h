@@ -124,9 +124,18 @@ const char *mx_config_env_name (const char *key, char *buf, size_t size);
 #define MX_CONFIG_TOPIC_BUFSIZE 512
 const char *mx_config_topic (const mx_config_t *self, bool schd, char buf [MX_CONFIG_TOPIC_BUFSIZE]);
 
+//  The same for KAFKA:ref (msgx.kafka.topic.reference). Returns buf.
+const char *mx_config_ref_topic (const mx_config_t *self, char buf [MX_CONFIG_TOPIC_BUFSIZE]);
+
 //  False only on a shadow instance with msgx.shadow-publish = false: its
 //  events stay in its own outbox and no topic is written.
 bool mx_config_publishes (const mx_config_t *self);
+
+//  The sslmode libpq will use for conninfo: its own, else PGSSLMODE, else
+//  libpq's default (prefer). malloc'd; NULL when the conninfo does not
+//  parse (the connection reports that). What prod's TLS rule checks, and
+//  msgx-diff with it.
+char *mx_config_pg_sslmode (const char *conninfo);
 
 //  msgx.delivery.semantics = exactly-once (the default).
 bool mx_config_exactly_once (const mx_config_t *self);

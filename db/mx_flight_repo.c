@@ -32,6 +32,7 @@
 
 #include <czmq.h>
 
+#include "mx_outbox.h"
 #include "mx_pg.h"
 
 //  Columns of the load SELECT, in order.
@@ -1126,6 +1127,18 @@ mx_snap_log_insert (PGconn *conn, int64_t msg_id, const char *styp, int64_t scop
     " ON CONFLICT (rtype, rkey) DO UPDATE" \
     " SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at, last_msg_id = EXCLUDED.last_msg_id" \
     " WHERE m.value IS DISTINCT FROM EXCLUDED.value" \
+    " RETURNING m.rkey, m.value, m.updated_at, m.last_msg_id)"
+
+//  The KAFKA:ref events of what changed, in the same statement: an UPSERT
+//  with the entry's document, or a tombstone (null value) for a key gone.
+#define S_REF_EVENTS(changes) \
+    "ev AS (INSERT INTO msg_event (target, partition_key, event_type, flid, state_version, msg_id," \
+    " payload, created_at)" \
+    " SELECT '" MX_OUTBOX_TARGET_REF "', $1::text || ':' || c.rkey," \
+    " CASE WHEN c.gone THEN 'TOMBSTONE' ELSE 'UPSERT' END, 0, coalesce ($3::bigint, 0), $3::bigint," \
+    " CASE WHEN c.gone THEN NULL ELSE " MX_REF_DOC ("$1::text", "c") " END," \
+    " to_timestamp ($4::bigint / 1000.0)" \
+    " FROM (" changes ") AS c ORDER BY c.rkey" \
     " RETURNING 1)"
 
 //  One statement, so the set is replaced atomically; the DELETE and the
@@ -1133,16 +1146,22 @@ mx_snap_log_insert (PGconn *conn, int64_t msg_id, const char *styp, int64_t scop
 #define S_REF_REPLACE \
     S_REF_INPUT "," \
     " gone AS (DELETE FROM ref_master AS m WHERE m.rtype = $1::text" \
-    "          AND NOT EXISTS (SELECT 1 FROM rec WHERE rec.rkey = m.rkey) RETURNING 1), " \
-    S_REF_PUT \
+    "          AND NOT EXISTS (SELECT 1 FROM rec WHERE rec.rkey = m.rkey) RETURNING m.rkey), " \
+    S_REF_PUT ", " \
+    S_REF_EVENTS ("SELECT rkey, value, updated_at, last_msg_id, false AS gone FROM put" \
+                  " UNION ALL SELECT rkey, NULL, NULL, NULL, true FROM gone") \
     " SELECT (SELECT count (*) FROM gone) + (SELECT count (*) FROM put)"
 
 #define S_REF_UPSERT \
-    S_REF_INPUT ", " S_REF_PUT " SELECT count (*) FROM put"
+    S_REF_INPUT ", " S_REF_PUT ", " \
+    S_REF_EVENTS ("SELECT rkey, value, updated_at, last_msg_id, false AS gone FROM put") \
+    " SELECT count (*) FROM put"
 
 #define S_REF_DELETE \
     "WITH gone AS (DELETE FROM ref_master WHERE rtype = $1::text" \
-    " AND rkey IN (SELECT e->>0 FROM json_array_elements ($2::json) AS e) RETURNING 1)" \
+    " AND rkey IN (SELECT e->>0 FROM json_array_elements ($2::json) AS e) RETURNING rkey), " \
+    S_REF_EVENTS ("SELECT rkey, NULL::jsonb AS value, NULL::timestamptz AS updated_at," \
+                  " NULL::bigint AS last_msg_id, true AS gone FROM gone") \
     " SELECT count (*) FROM gone"
 
 int
@@ -1155,17 +1174,14 @@ mx_reference_apply (PGconn *conn, const mx_reference_t *ref, int64_t msg_id, int
     assert (ref->count == 0 || ref->records);
     *changed = 0;
     const char *sql = NULL;
-    int nparams = 4;
     if (strcmp (ref->styp, "DNLD") == 0 || strcmp (ref->styp, "RESP") == 0)
         sql = S_REF_REPLACE;
     else
     if (strcmp (ref->styp, "ADD") == 0 || strcmp (ref->styp, "UPD") == 0)
         sql = S_REF_UPSERT;
     else
-    if (strcmp (ref->styp, "DEL") == 0) {
+    if (strcmp (ref->styp, "DEL") == 0)
         sql = S_REF_DELETE;
-        nparams = 2;
-    }
     else {
         s_error (error, "reference %s: subtype \"%s\" is not one of DNLD, RESP, ADD, UPD, DEL",
                  ref->rtype, ref->styp);
@@ -1194,7 +1210,7 @@ mx_reference_apply (PGconn *conn, const mx_reference_t *ref, int64_t msg_id, int
         mx_pg_int64_text (now_ms, now)
     };
     PGresult *res = NULL;
-    int rc = mx_pg_exec (conn, sql, nparams, values, &res, error);
+    int rc = mx_pg_exec (conn, sql, 4, values, &res, error);
     free (text);
     if (rc)
         return -1;

@@ -64,6 +64,9 @@ int mx_snap_log_insert (PGconn *conn, int64_t msg_id, const char *styp, int64_t 
 
 //  Reference data (WIRE §7): DNLD/RESP replace the whole RTYPE set, ADD/UPD
 //  upsert, DEL removes the listed keys. *changed gets the rows affected.
+//  Each row changed gets its KAFKA:ref event in the same statement (key
+//  LIST:KEY; an UPSERT with the entry's document, a tombstone for a row
+//  deleted), so the outbox holds them exactly when the change is committed.
 int mx_reference_apply (PGconn *conn, const mx_reference_t *ref, int64_t msg_id, int64_t now_ms,
                         int *changed, char **error);
 

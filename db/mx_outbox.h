@@ -18,6 +18,16 @@
 
 #define MX_OUTBOX_TARGET_MSG  "KAFKA:msg"
 #define MX_OUTBOX_TARGET_SCHD "KAFKA:schd"
+#define MX_OUTBOX_TARGET_REF  "KAFKA:ref"
+
+//  The KAFKA:ref document of a ref_master entry (docs/schemas/ref.schema.json)
+//  as an SQL expression: list is the list's SQL, alias names a row with
+//  rkey, value, updated_at and last_msg_id. The read API's reference lists
+//  show the same members but list.
+#define MX_REF_DOC(list, alias) \
+    "jsonb_build_object ('list', " list ", 'key', " alias ".rkey, 'value', " alias ".value," \
+    " 'updated_at', to_char (" alias ".updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')," \
+    " 'last_msg_id', " alias ".last_msg_id)::text"
 
 typedef struct {
     int64_t event_id;

@@ -8,7 +8,7 @@
 
 #include "mx_pg.h"
 
-const char *mx_readmodel_targets [MX_READMODEL_TARGETS] = { "KAFKA:msg", "KAFKA:schd" };
+const char *mx_readmodel_targets [MX_READMODEL_TARGETS] = { "KAFKA:msg", "KAFKA:schd", "KAFKA:ref" };
 
 //  The backlog in one statement. Each part repeats the predicate of a
 //  partial index (head, backfill sweep, outbox pending) so it stays cheap.
@@ -17,9 +17,10 @@ static const char *s_backlog_sql =
     "       u.n, (extract (epoch FROM u.oldest) * 1000)::bigint,"
     "       m.n, (extract (epoch FROM m.oldest) * 1000)::bigint,"
     "       a.n, h.n, h.late,"
-    "       o.msg_pending, o.msg_dead, o.schd_pending, o.schd_dead,"
+    "       o.msg_pending, o.msg_dead, o.schd_pending, o.schd_dead, o.ref_pending, o.ref_dead,"
     "       (extract (epoch FROM e.msg_oldest) * 1000)::bigint,"
-    "       (extract (epoch FROM e.schd_oldest) * 1000)::bigint"
+    "       (extract (epoch FROM e.schd_oldest) * 1000)::bigint,"
+    "       (extract (epoch FROM e.ref_oldest) * 1000)::bigint"
     "  FROM inbox_cursor c"
     " CROSS JOIN (SELECT count(*) AS n, min (coalesce (received_at, created_at)) AS oldest"
     "               FROM proc_state WHERE state IN ('PENDING', 'FAILED')) u"
@@ -35,14 +36,18 @@ static const char *s_backlog_sql =
     " CROSS JOIN (SELECT count(*) FILTER (WHERE target = 'KAFKA:msg' AND state = 'PENDING') AS msg_pending,"
     "                    count(*) FILTER (WHERE target = 'KAFKA:msg' AND state = 'DEAD') AS msg_dead,"
     "                    count(*) FILTER (WHERE target = 'KAFKA:schd' AND state = 'PENDING') AS schd_pending,"
-    "                    count(*) FILTER (WHERE target = 'KAFKA:schd' AND state = 'DEAD') AS schd_dead"
+    "                    count(*) FILTER (WHERE target = 'KAFKA:schd' AND state = 'DEAD') AS schd_dead,"
+    "                    count(*) FILTER (WHERE target = 'KAFKA:ref' AND state = 'PENDING') AS ref_pending,"
+    "                    count(*) FILTER (WHERE target = 'KAFKA:ref' AND state = 'DEAD') AS ref_dead"
     "               FROM msg_event WHERE state IN ('PENDING', 'DEAD')) o"
     //  The oldest undelivered event per target: the first in delivery
     //  order, one step down msg_event_pending_idx.
     " CROSS JOIN (SELECT (SELECT created_at FROM msg_event WHERE target = 'KAFKA:msg' AND state = 'PENDING'"
     "                      ORDER BY event_id LIMIT 1) AS msg_oldest,"
     "                    (SELECT created_at FROM msg_event WHERE target = 'KAFKA:schd' AND state = 'PENDING'"
-    "                      ORDER BY event_id LIMIT 1) AS schd_oldest) e";
+    "                      ORDER BY event_id LIMIT 1) AS schd_oldest,"
+    "                    (SELECT created_at FROM msg_event WHERE target = 'KAFKA:ref' AND state = 'PENDING'"
+    "                      ORDER BY event_id LIMIT 1) AS ref_oldest) e";
 
 
 //  A time column as ms, -1 for NULL.
@@ -73,7 +78,7 @@ mx_readmodel_backlog (PGconn *conn, mx_backlog_t *backlog, char **error)
     for (int i = 0; i < MX_READMODEL_TARGETS; i++) {
         backlog->pending [i] = mx_pg_get_int64 (res, 0, 8 + 2 * i);
         backlog->dead [i] = mx_pg_get_int64 (res, 0, 9 + 2 * i);
-        backlog->oldest_pending [i] = s_ms (res, 12 + i);
+        backlog->oldest_pending [i] = s_ms (res, 8 + 2 * MX_READMODEL_TARGETS + i);
     }
     PQclear (res);
     return 0;

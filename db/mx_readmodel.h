@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 //  The outbox targets, in the order of mx_backlog_t's arrays.
-#define MX_READMODEL_TARGETS 2
+#define MX_READMODEL_TARGETS 3
 extern const char *mx_readmodel_targets [MX_READMODEL_TARGETS];
 
 typedef struct {

@@ -483,6 +483,14 @@ msgx
             #   the consumers.
             schd = msgx.flight.state
 
+            #   topic of KAFKA:ref reference entries, key LIST:KEY
+            #   (log-compacted).
+            #   Text; default msgx.reference; environment
+            #   MSGX_KAFKA_TOPIC_REFERENCE.
+            #   Create it with cleanup.policy=compact; change only together with
+            #   the consumers.
+            reference = msgx.reference
+
         #   producer acks; must be all (or -1).
         #   Text; default all; environment MSGX_KAFKA_ACKS.
         #   Not tunable: anything but all is refused.
@@ -635,6 +643,14 @@ msgx
         #   larger topic; a look that fails is retried at the next round, and
         #   nothing is sent meanwhile.
         inspect-timeout = 5s
+
+    republish
+        #   events a second a republish job writes into the outbox (1..100000).
+        #   Integer; default 500; environment MSGX_REPUBLISH_RATE.
+        #   A job writes at most this many events a second, in steps of a tenth
+        #   of it (up to 500), each its own transaction, so the outbox and the
+        #   brokers are not flooded while traffic flows.
+        rate = 500
 
     http
         #   host:port of /health, /health/live, /health/ready and /metrics.

@@ -326,8 +326,10 @@ test_shadow_on_the_production_topics_is_refused (void **state)
     char buf [MX_CONFIG_TOPIC_BUFSIZE];
     s_set (config, "msgx.shadow-topic-suffix", ".shadow");
     assert_string_equal (mx_config_topic (config, false, buf), "msgx.flight.events.shadow");
+    assert_string_equal (mx_config_ref_topic (config, buf), "msgx.reference.shadow");
     s_set (config, "msgx.shadow", "false");
     assert_string_equal (mx_config_topic (config, true, buf), "msgx.flight.state");
+    assert_string_equal (mx_config_ref_topic (config, buf), "msgx.reference");
     mx_config_destroy (&config);
 }
 

@@ -139,7 +139,8 @@ void
 //  that takes longer than timeout_ms. A partition still without a leader
 //  in the consumer's metadata after an outage is looked up again. The
 //  records read are validated (mx_testkafka_validate) with topic_a as the
-//  KAFKA:msg topic and topic_b as the KAFKA:schd one.
+//  KAFKA:msg topic (or KAFKA:ref when it is MX_TESTKAFKA_REF_TOPIC) and
+//  topic_b as the KAFKA:schd one.
 void
     mx_testkafka_read_all (rd_kafka_t *consumer, const char *topic_a, const char *topic_b, int partitions,
                            int timeout_ms, mx_testkafka_record_t **records, size_t *count);
@@ -150,9 +151,13 @@ void
 char *
     mx_testkafka_message_json (const rd_kafka_message_t *message);
 
+//  The KAFKA:ref topic the validator knows (msgx.kafka.topic.reference's
+//  default): tests that read reference records keep it.
+#define MX_TESTKAFKA_REF_TOPIC "msgx.reference"
+
 //  Runs test/harness/mx-validate-records (the consumer contract: headers,
 //  key, payload against docs/schemas) over count such lines, msg_topic
-//  being KAFKA:msg and schd_topic KAFKA:schd. Returns its exit code (0:
+//  being KAFKA:msg, schd_topic KAFKA:schd and MX_TESTKAFKA_REF_TOPIC KAFKA:ref. Returns its exit code (0:
 //  every record valid, 1: one is not), *report (malloc'd) its output.
 int
     mx_testkafka_validate_lines (const char *const *lines, size_t count, const char *msg_topic,

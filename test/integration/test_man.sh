@@ -11,7 +11,7 @@ failures=0
 m_fail () { printf 'FAIL: %s\n' "$*" >&2; failures=$((failures + 1)); }
 
 command -v man > /dev/null || { m_fail "man not installed (package man-db)"; exit 1; }
-for page in msgxd.8 msgxctl.1 msgxd.conf.5; do
+for page in msgxd.8 msgxctl.1 msgxd.conf.5 msgx-gen.1 msgx-diff.1; do
     [[ -r $src/docs/man/$page ]] || m_fail "no docs/man/$page"
 done
 for file in "$src"/docs/man/*.[0-9]; do

@@ -132,6 +132,7 @@ test_the_package_holds_binaries_unit_conffiles_and_manual_pages (void **state)
     fx->listing = s_run (argv, NULL, 0, WAIT_MS);
     const char *expected [] = {
         " ./usr/sbin/msgxd\n", " ./usr/bin/msgxctl\n", " ./usr/bin/msgx-gen\n",
+        " ./usr/bin/msgx-diff\n", " ./usr/share/man/man1/msgx-diff.1.gz\n",
         " ./lib/systemd/system/msgxd.service\n",
         " ./usr/lib/sysusers.d/msgxd.conf\n", " ./usr/lib/tmpfiles.d/msgxd.conf\n",
         " ./etc/msgxd/msgxd.zpl\n",
