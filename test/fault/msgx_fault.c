@@ -55,6 +55,7 @@
 #define S_WAIT_MS 180000            //  no progress at all for this long: the run failed
 #define S_TOPIC_MSG "msgx.flight.events"
 #define S_TOPIC_SCHD "msgx.flight.state"
+#define S_TOPIC_REF "msgx.reference"
 //  The mock cluster keeps at most 5 MiB per partition (older records are
 //  dropped, like retention): enough partitions keep every record of a run.
 #define S_PARTITION_BYTES (5 * 1024 * 1024)
@@ -1268,12 +1269,13 @@ s_audit (s_suite_t *self, PGconn *conn, PGconn *ref, double run_seconds, double 
     //  event ids; each identity is bound by one message only.
     int64_t double_effects = s_int (conn,
         "SELECT count(*) FROM (SELECT target, flid, count(*) AS n, count(DISTINCT state_version) AS d,"
-        " min(state_version) AS lo, max(state_version) AS hi FROM msg_event GROUP BY target, flid) e"
+        " min(state_version) AS lo, max(state_version) AS hi FROM msg_event WHERE target <> 'KAFKA:ref'"
+        " GROUP BY target, flid) e"
         " LEFT JOIN flight_schd f USING (flid)"
         " WHERE e.n <> e.d OR e.lo <> 1 OR e.hi <> e.n OR e.hi IS DISTINCT FROM f.state_version");
     double_effects += s_int (conn,
         "SELECT count(*) FROM (SELECT state_version < lag (state_version) OVER"
-        " (PARTITION BY target, flid ORDER BY event_id) AS bad FROM msg_event) t WHERE bad");
+        " (PARTITION BY target, partition_key ORDER BY event_id) AS bad FROM msg_event) t WHERE bad");
     double_effects += s_int (conn, "SELECT count(*) FROM identity i LEFT JOIN proc_state p"
                                    " ON p.identity_key = i.identity_key WHERE p.msg_id IS DISTINCT FROM i.msg_id");
     double_effects += transitions - distinct_transitions;
@@ -1306,7 +1308,7 @@ s_audit (s_suite_t *self, PGconn *conn, PGconn *ref, double run_seconds, double 
         "SELECT msg_id::text, concat_ws ('|', state, error_class, outcome, msg_type, msg_styp, identity_key)"
         " FROM proc_state");
     int64_t event_mismatch = s_compare (conn, ref, "events",
-        "SELECT target || '/' || flid || '/' || state_version, concat_ws ('|', event_type, msg_id)"
+        "SELECT target || '/' || partition_key || '/' || state_version, concat_ws ('|', event_type, msg_id)"
         " FROM msg_event");
 
     //  Kafka.
@@ -1314,6 +1316,9 @@ s_audit (s_suite_t *self, PGconn *conn, PGconn *ref, double run_seconds, double 
     s_topic_audit_t msg = { 0 }, schd = { 0 };
     s_topic_read (mx_kafka_embedded_bootstraps (self->kafka), S_TOPIC_MSG, self->partitions, &msg);
     s_topic_read (mx_kafka_embedded_bootstraps (self->kafka), S_TOPIC_SCHD, self->partitions, &schd);
+    //  KAFKA:ref (reference data, key LIST:KEY): audited like KAFKA:msg.
+    s_topic_audit_t refdata = { 0 };
+    s_topic_read (mx_kafka_embedded_bootstraps (self->kafka), S_TOPIC_REF, self->partitions, &refdata);
     int64_t missing = 0, phantom = 0, schd_mismatch = 0;
     PGresult *res = s_query (conn, "SELECT event_id::text, target, coalesce (merged_into::text, ''), state"
                                    " FROM msg_event ORDER BY event_id", 0, NULL);
@@ -1321,11 +1326,12 @@ s_audit (s_suite_t *self, PGconn *conn, PGconn *ref, double run_seconds, double 
     for (int row = 0; row < PQntuples (res); row++) {
         const char *id = PQgetvalue (res, row, 0);
         bool is_msg = strcmp (PQgetvalue (res, row, 1), "KAFKA:msg") == 0;
-        zhashx_insert (known, id, (void *) (is_msg ? "m" : "s"));
+        bool is_ref = strcmp (PQgetvalue (res, row, 1), "KAFKA:ref") == 0;
+        zhashx_insert (known, id, (void *) (is_msg ? "m" : is_ref ? "r" : "s"));
         if (strcmp (PQgetvalue (res, row, 3), "SENT") != 0)
             continue;
-        if (is_msg)
-            missing += zhashx_lookup (msg.ids, id) == NULL;
+        if (is_msg || is_ref)
+            missing += zhashx_lookup (is_msg ? msg.ids : refdata.ids, id) == NULL;
         else {
             const char *carrier = *PQgetvalue (res, row, 2) ? PQgetvalue (res, row, 2) : id;
             missing += zhashx_lookup (schd.ids, carrier) == NULL;
@@ -1339,6 +1345,10 @@ s_audit (s_suite_t *self, PGconn *conn, PGconn *ref, double run_seconds, double 
     for (const void *v = zhashx_first (schd.ids); v; v = zhashx_next (schd.ids)) {
         const char *kind = (const char *) zhashx_lookup (known, (const char *) zhashx_cursor (schd.ids));
         phantom += !kind || *kind != 's';
+    }
+    for (const void *v = zhashx_first (refdata.ids); v; v = zhashx_next (refdata.ids)) {
+        const char *kind = (const char *) zhashx_lookup (known, (const char *) zhashx_cursor (refdata.ids));
+        phantom += !kind || *kind != 'r';
     }
     zhashx_destroy (&known);
     //  The last KAFKA:schd record per flight is its final state: the
@@ -1404,9 +1414,12 @@ s_audit (s_suite_t *self, PGconn *conn, PGconn *ref, double run_seconds, double 
     s_figure ("  redelivered (events read more than once)", schd.redelivered, exactly_once);
     s_figure ("  copies beyond the first", schd.resends, exactly_once);
     s_figure ("  out of order", schd.out_of_order, true);
-    s_figure ("redelivered", msg.redelivered + schd.redelivered, exactly_once);
-    s_figure ("records dropped by mock retention", msg.trimmed + schd.trimmed, true);
-    s_figure ("records without an event id", msg.no_event_id + schd.no_event_id, true);
+    s_figure ("Kafka KAFKA:ref records", refdata.records, false);
+    s_figure ("  redelivered (events read more than once)", refdata.redelivered, exactly_once);
+    s_figure ("  out of order", refdata.out_of_order, true);
+    s_figure ("redelivered", msg.redelivered + schd.redelivered + refdata.redelivered, exactly_once);
+    s_figure ("records dropped by mock retention", msg.trimmed + schd.trimmed + refdata.trimmed, true);
+    s_figure ("records without an event id", msg.no_event_id + schd.no_event_id + refdata.no_event_id, true);
     s_figure ("records of no outbox event", phantom, true);
     s_figure ("acknowledged but missing", missing, true);
     s_figure ("final KAFKA:schd mismatches", schd_mismatch, true);
@@ -1416,6 +1429,7 @@ s_audit (s_suite_t *self, PGconn *conn, PGconn *ref, double run_seconds, double 
     s_figure ("unmarked without reason", unmarked, true);
     s_topic_audit_destroy (&msg);
     s_topic_audit_destroy (&schd);
+    s_topic_audit_destroy (&refdata);
 
     printf ("\nfault schedule (seed %" PRIu64 ", %s):\n", self->seed, self->semantics);
     for (int kind = 0; kind <= F_STANDBY_STOP; kind++)
@@ -1503,7 +1517,7 @@ main (int argc, char *argv [])
     setenv ("MX_TEST_ENV", self->env_file, 1);
     self->pg = mx_testpg_new ();
     self->mb = mx_testmb_new ();
-    const char *topics [] = { S_TOPIC_MSG, S_TOPIC_SCHD, NULL };
+    const char *topics [] = { S_TOPIC_MSG, S_TOPIC_SCHD, S_TOPIC_REF, NULL };
     char *error = NULL;
     //  About 3 KiB per state document, one per message and topic; keys
     //  (FLIDs) spread unevenly, so eight times the room.
