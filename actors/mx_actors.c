@@ -55,12 +55,9 @@ mx_actors_register_metrics (void)
     mx_ingress_late_arrival ();
     for (int failure = MX_MAILBOX_FAILURE_CONNECT; failure < MX_MAILBOX_FAILURE_COUNT; failure++)
         mx_inbox_failures (mx_mailbox_failure_name ((mx_mailbox_failure_t) failure));
-    mx_delivery_events_sent ("KAFKA:msg");
-    mx_delivery_events_sent ("KAFKA:schd");
-    mx_delivery_events_failed ("KAFKA:msg");
-    mx_delivery_events_failed ("KAFKA:schd");
-    mx_delivery_events_sent ("KAFKA:ref");
-    mx_delivery_events_failed ("KAFKA:ref");
+    mx_delivery_register_metrics ("KAFKA:msg");
+    mx_delivery_register_metrics ("KAFKA:schd");
+    mx_delivery_register_metrics ("KAFKA:ref");
     mx_republish_events ("KAFKA:schd");
     mx_republish_events ("KAFKA:ref");
     mx_metrics_gauge_set (mx_republish_remaining (), 0);

@@ -105,9 +105,12 @@ s_settle (void *owner, const mx_outbox_batch_t *batch, const mx_delivery_slot_t 
             acked [count++] = batch->events [i].event_id;
     int marked = 0;
     char *error = NULL;
-    if (mx_outbox_mark_schd_sent (self->pg, acked, count, now, &marked, &error))
-        //  Kafka has them; the next flush sends the latest state again.
+    if (mx_outbox_mark_schd_sent (self->pg, acked, count, now, &marked, &error)) {
+        //  Kafka has them: found there before the next flush
+        //  (exactly-once), or the latest state sent again.
+        mx_delivery_reinspect (self->delivery);
         mx_problem_report (&self->problem, "cannot mark delivered states SENT", error);
+    }
     else
     if (count > 0) {
         mx_metrics_add (self->sent_total, (uint64_t) marked);
@@ -125,7 +128,7 @@ s_flush (s_aggregator_t *self)
     int64_t now = mx_clock_now (self->clock);
     self->last_flush = now;
     if (mx_actor_pg (&self->pg, self->config, ACTOR, &self->problem)
-    ||  mx_delivery_ready (self->delivery, &self->problem)) {
+    ||  mx_delivery_ready (self->delivery, self->pg, &self->problem)) {
         s_schedule (self, false);
         return;
     }
@@ -232,8 +235,8 @@ mx_aggregator_actor (zsock_t *pipe, void *args)
     self->next_flush = INT64_MAX;
     self->last_flush = INT64_MIN;
     mx_config_topic (self->config, true, self->topic);
-    self->delivery = mx_delivery_new (self->config, self->clock, ACTOR, self->topic, "flush",
-                                      s_settle, self);
+    self->delivery = mx_delivery_new (self->config, self->clock, ACTOR, MX_OUTBOX_TARGET_SCHD, self->topic,
+                                      "flush", s_settle, mx_outbox_mark_schd_sent, self);
 
     mx_actor_ops_t ops = { .command = s_command, .sources = s_sources, .deadline = s_deadline, .wake = s_wake };
     mx_actor_run (pipe, self->clock, &ops, self);

@@ -3,6 +3,7 @@
 
 #include <assert.h>
 
+#include "mx_kafka_tail.h"
 #include "mx_log.h"
 #include "mx_producer.h"
 
@@ -11,16 +12,28 @@
 //  given up (purged) so the actor can never wait for ever.
 #define S_REPORT_GRACE_MS 5000
 
+//  Exactly-once: records read back first from each partition's end;
+//  the reads double while every record read is still PENDING.
+#define S_INSPECT_FIRST 16
+
 struct mx_delivery_t {
     const mx_config_t *config;
     mx_clock_t *clock;
     const char *actor;
+    const char *target;
     const char *topic;
     const char *what;
     mx_delivery_settle_fn *settle;
+    mx_outbox_mark_fn *mark;
     void *owner;
     const char *bootstrap;
     mx_producer_t *producer;
+    bool exactly_once;
+    bool inspect_owed;          //  the topic was not looked at since the producer or a failed mark
+    mx_metrics_counter_t *inspected;
+    mx_metrics_counter_t *inspections_ok;
+    mx_metrics_counter_t *inspections_failed;
+    mx_metrics_histogram_t *inspect_seconds;
     mx_outbox_batch_t *batch;   //  the batch out, NULL when none
     mx_delivery_slot_t *slots;
     uint64_t batch_seq;         //  in the high half of each tag: a late report of an old batch is ignored
@@ -30,14 +43,60 @@ struct mx_delivery_t {
     int64_t deadline;
 };
 
+static mx_metrics_counter_t *
+s_inspections (const char *target, const char *result)
+{
+    char labels [128];
+    snprintf (labels, sizeof labels, "target=%s,result=%s", target, result);
+    return mx_metrics_counter ("msgx_delivery_inspections_total",
+                               "Looks at what the topic's partitions hold before a new producer sends (exactly-once)",
+                               labels);
+}
+
+static mx_metrics_histogram_t *
+s_inspect_seconds (const char *target)
+{
+    static const double bounds [] = { 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10 };
+    char labels [128];
+    snprintf (labels, sizeof labels, "target=%s", target);
+    return mx_metrics_histogram ("msgx_delivery_inspection_seconds",
+                                 "Time of one look at what the topic's partitions hold (exactly-once)", labels,
+                                 bounds, sizeof bounds / sizeof bounds [0]);
+}
+
+static mx_metrics_counter_t *
+s_inspected (const char *target)
+{
+    return mx_metrics_counter_by ("msgx_delivery_inspected_total",
+                                  "PENDING events found already on the topic and marked SENT, not sent again",
+                                  "target", target);
+}
+
+void
+mx_delivery_register_metrics (const char *target)
+{
+    mx_delivery_events_sent (target);
+    mx_delivery_events_failed (target);
+    s_inspected (target);
+    s_inspections (target, "ok");
+    s_inspections (target, "failed");
+    s_inspect_seconds (target);
+}
+
 mx_delivery_t *
-mx_delivery_new (const mx_config_t *config, mx_clock_t *clock, const char *actor, const char *topic,
-                 const char *what, mx_delivery_settle_fn *settle, void *owner)
+mx_delivery_new (const mx_config_t *config, mx_clock_t *clock, const char *actor, const char *target,
+                 const char *topic, const char *what, mx_delivery_settle_fn *settle, mx_outbox_mark_fn *mark,
+                 void *owner)
 {
     mx_delivery_t *self = (mx_delivery_t *) zmalloc (sizeof (mx_delivery_t));
     *self = (mx_delivery_t) {
-        .config = config, .clock = clock, .actor = actor, .topic = topic, .what = what,
-        .settle = settle, .owner = owner, .deadline = INT64_MAX
+        .config = config, .clock = clock, .actor = actor, .target = target, .topic = topic, .what = what,
+        .settle = settle, .mark = mark, .owner = owner, .deadline = INT64_MAX,
+        .exactly_once = mx_config_exactly_once (config),
+        .inspected = s_inspected (target),
+        .inspections_ok = s_inspections (target, "ok"),
+        .inspections_failed = s_inspections (target, "failed"),
+        .inspect_seconds = s_inspect_seconds (target)
     };
     return self;
 }
@@ -73,22 +132,196 @@ mx_delivery_start (mx_delivery_t *self, const char *bootstrap, char **error)
 {
     self->bootstrap = bootstrap;
     self->producer = mx_producer_new (self->config, bootstrap, self->actor, error);
+    self->inspect_owed = self->exactly_once;
     return self->producer ? 0 : -1;
 }
 
-int
-mx_delivery_ready (mx_delivery_t *self, mx_problem_t *problem)
+//  ---------------------------------------------------------------------
+//  Exactly-once: what the partitions hold already (docs/architecture.md,
+//  "Exactly once on the wire"). Each partition holds a prefix of what each
+//  producer sent to it, and whatever an earlier producer left PENDING on
+//  it was written after every record whose event is marked: so reading
+//  back from the end, every record whose event is still PENDING is on the
+//  wire, and the first one that is not ends the search.
+
+typedef struct {
+    size_t found;               //  trailing records whose events are PENDING
+    bool done;
+} s_look_t;
+
+//  One round: which of the ids read so far are PENDING; a partition is
+//  done at its first record that is not, at its start, or at the cap.
+static int
+s_look_round (mx_delivery_t *self, PGconn *pg, mx_kafka_tail_t *tail, s_look_t *looks, int64_t *more,
+              int64_t cap, char **error)
 {
-    if (self->producer && !mx_producer_failed (self->producer, NULL))
-        return 0;
-    mx_producer_destroy (&self->producer);
-    char *error = NULL;
-    self->producer = mx_producer_new (self->config, self->bootstrap, self->actor, &error);
-    if (!self->producer) {
-        mx_problem_report (problem, "cannot create the Kafka producer", error);
+    size_t parts = mx_kafka_tail_count (tail), total = 0;
+    for (size_t i = 0; i < parts; i++)
+        if (!looks [i].done)
+            total += mx_kafka_tail_part (tail, i)->count;
+    int64_t *ids = (int64_t *) calloc (total + 1, sizeof (int64_t));
+    bool *pending = (bool *) calloc (total + 1, sizeof (bool));
+    assert (ids && pending);
+    size_t at = 0;
+    for (size_t i = 0; i < parts; i++)
+        if (!looks [i].done) {
+            const mx_kafka_tail_part_t *part = mx_kafka_tail_part (tail, i);
+            if (part->count)
+                memcpy (ids + at, part->ids, part->count * sizeof (int64_t));
+            at += part->count;
+        }
+    int rc = mx_outbox_pending_among (pg, self->target, ids, total, pending, error);
+    at = 0;
+    for (size_t i = 0; rc == 0 && i < parts; i++) {
+        more [i] = 0;
+        if (looks [i].done)
+            continue;
+        const mx_kafka_tail_part_t *part = mx_kafka_tail_part (tail, i);
+        size_t found = 0;
+        while (found < part->count && pending [at + part->count - 1 - found])
+            found++;
+        at += part->count;
+        looks [i].found = found;
+        int64_t read = part->high - part->from;
+        if (found < part->count || part->from <= part->low)
+            looks [i].done = true;
+        else
+        if (read >= cap) {
+            //  More than any producer ever had out: not ours to judge.
+            mx_log_emit (MX_LOG_WARN, self->actor, json_pack ("{s:s,s:i}", "topic", self->topic,
+                                                             "partition", (int) part->partition),
+                         "%s [%d]: the last %" PRId64 " records all carry PENDING events; the records"
+                         " before them are taken as not there", self->topic, (int) part->partition, read);
+            looks [i].done = true;
+        }
+        else
+            more [i] = read == 0 ? S_INSPECT_FIRST : read + read <= cap ? read : cap - read;
+    }
+    free (ids);
+    free (pending);
+    return rc;
+}
+
+static int
+s_id_compare (const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
+    return x < y ? -1 : x > y;
+}
+
+//  Reads back every partition of the topic, marks the PENDING events found
+//  there SENT and logs what each partition held.
+static int
+s_inspect (mx_delivery_t *self, PGconn *pg, char **error)
+{
+    int64_t started = zclock_mono ();
+    mx_kafka_tail_t *tail = mx_kafka_tail_open (self->config, self->bootstrap, self->actor, self->topic,
+                                                started + self->config->delivery_inspect_timeout, error);
+    if (!tail)
         return -1;
+    size_t parts = mx_kafka_tail_count (tail);
+    s_look_t *looks = (s_look_t *) calloc (parts + 1, sizeof (s_look_t));
+    int64_t *more = (int64_t *) calloc (parts + 1, sizeof (int64_t));
+    assert (looks && more);
+    int64_t batch = self->config->pipeline_delivery_batch > self->config->schd_flush_limit
+                  ? self->config->pipeline_delivery_batch : self->config->schd_flush_limit;
+    int64_t cap = 2 * batch + S_INSPECT_FIRST;
+    bool reading = false;
+    for (size_t i = 0; i < parts; i++) {
+        const mx_kafka_tail_part_t *part = mx_kafka_tail_part (tail, i);
+        looks [i].done = part->high <= part->low;
+        more [i] = looks [i].done ? 0 : S_INSPECT_FIRST;
+        reading |= !looks [i].done;
+    }
+    int rc = 0;
+    while (rc == 0 && reading) {
+        rc = mx_kafka_tail_extend (tail, more, error)
+          || s_look_round (self, pg, tail, looks, more, cap, error) ? -1 : 0;
+        reading = false;
+        for (size_t i = 0; i < parts; i++)
+            reading |= more [i] > 0;
+    }
+    size_t total = 0;
+    for (size_t i = 0; i < parts; i++)
+        total += looks [i].found;
+    int64_t *found = (int64_t *) calloc (total + 1, sizeof (int64_t));
+    assert (found);
+    json_t *report = json_array ();
+    size_t at = 0;
+    int64_t records = 0;
+    for (size_t i = 0; rc == 0 && i < parts; i++) {
+        const mx_kafka_tail_part_t *part = mx_kafka_tail_part (tail, i);
+        records += part->records;
+        if (looks [i].found)
+            memcpy (found + at, part->ids + part->count - looks [i].found, looks [i].found * sizeof (int64_t));
+        at += looks [i].found;
+        if (part->high > part->low)
+            json_array_append_new (report, json_pack ("{s:i,s:I,s:I,s:I,s:I}", "partition", (int) part->partition,
+                                                      "high", (json_int_t) part->high,
+                                                      "read", (json_int_t) part->records,
+                                                      "last_event_id", (json_int_t) (part->count ? part->ids [part->count - 1] : 0),
+                                                      "already_there", (json_int_t) looks [i].found));
+    }
+    //  A partition written at-least-once before may hold an event twice.
+    qsort (found, total, sizeof (int64_t), s_id_compare);
+    size_t distinct = 0;
+    for (size_t i = 0; i < total; i++)
+        if (distinct == 0 || found [distinct - 1] != found [i])
+            found [distinct++] = found [i];
+    total = distinct;
+    int marked = 0;
+    if (rc == 0 && total > 0)
+        rc = self->mark (pg, found, total, mx_clock_now (self->clock), &marked, error);
+    double seconds = (double) (zclock_mono () - started) / 1000.0;
+    if (rc == 0) {
+        mx_metrics_add (self->inspected, total);
+        mx_metrics_histogram_observe (self->inspect_seconds, seconds);
+        mx_log_emit (MX_LOG_INFO, self->actor,
+                     json_pack ("{s:s,s:s,s:I,s:I,s:i,s:o}", "target", self->target, "topic", self->topic,
+                                "records_read", (json_int_t) records, "already_there", (json_int_t) total,
+                                "marked", marked, "partitions", report),
+                     "%s: %zu partitions looked at in %.3f s; %zu PENDING events already there, marked SENT"
+                     " and not sent again", self->topic, parts, seconds, total);
+    }
+    else
+        json_decref (report);
+    free (found);
+    free (looks);
+    free (more);
+    mx_kafka_tail_destroy (&tail);
+    return rc;
+}
+
+int
+mx_delivery_ready (mx_delivery_t *self, PGconn *pg, mx_problem_t *problem)
+{
+    char *error = NULL;
+    if (!self->producer || mx_producer_failed (self->producer, NULL)) {
+        mx_producer_destroy (&self->producer);
+        self->producer = mx_producer_new (self->config, self->bootstrap, self->actor, &error);
+        if (!self->producer) {
+            mx_problem_report (problem, "cannot create the Kafka producer", error);
+            return -1;
+        }
+        self->inspect_owed = self->exactly_once;
+    }
+    if (self->inspect_owed) {
+        if (s_inspect (self, pg, &error)) {
+            mx_metrics_add (self->inspections_failed, 1);
+            mx_problem_report (problem, "cannot tell what the topic holds already; nothing is sent until it can",
+                               error);
+            return -1;
+        }
+        mx_metrics_add (self->inspections_ok, 1);
+        self->inspect_owed = false;
     }
     return 0;
+}
+
+void
+mx_delivery_reinspect (mx_delivery_t *self)
+{
+    self->inspect_owed = self->exactly_once;
 }
 
 bool
@@ -101,6 +334,18 @@ static void
 s_settle (mx_delivery_t *self)
 {
     self->settle (self->owner, self->batch, self->slots);
+    bool all_acked = true;
+    for (size_t i = 0; i < self->batch->count; i++)
+        all_acked &= self->slots [i].state == MX_SLOT_ACKED;
+    if (self->exactly_once && !all_acked && self->producer) {
+        //  A record not acknowledged may be on the wire or not, and one
+        //  behind it on its partition must never follow it there after a
+        //  gap: this producer sends nothing more; the next one looks first.
+        mx_log_emit (MX_LOG_INFO, self->actor, NULL,
+                     "a %s was not wholly acknowledged: a new Kafka producer looks at what the topic holds"
+                     " before it sends", self->what);
+        mx_producer_destroy (&self->producer);
+    }
     s_batch_free (self);
 }
 

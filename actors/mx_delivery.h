@@ -2,7 +2,8 @@
     Kafka producer's life (created at START, replaced when it failed
     fatally or when reports never come), one batch of outbox events out at
     a time in slots, its delivery reports, and giving it up when they are
-    overdue (purge first, then a new producer).
+    overdue (purge first, then a new producer); with exactly-once, the
+    look at what the topic holds before a new producer sends.
 
     The owner takes the batch from the outbox, hands it over with
     mx_delivery_send and is called back once every slot is settled: what
@@ -32,11 +33,13 @@ typedef void (mx_delivery_settle_fn) (void *owner, const mx_outbox_batch_t *batc
 
 typedef struct mx_delivery_t mx_delivery_t;
 
-//  actor: the owner's name (logs, Kafka client id); what: "batch" or
-//  "flush" in its log lines.
+//  actor: the owner's name (logs, Kafka client id); target: the outbox
+//  target it delivers (KAFKA:msg, ...); what: "batch" or "flush" in its
+//  log lines; mark: how the target marks events SENT, also those found
+//  already on the topic (exactly-once).
 mx_delivery_t *mx_delivery_new (const mx_config_t *config, mx_clock_t *clock, const char *actor,
-                                const char *topic, const char *what, mx_delivery_settle_fn *settle,
-                                void *owner);
+                                const char *target, const char *topic, const char *what,
+                                mx_delivery_settle_fn *settle, mx_outbox_mark_fn *mark, void *owner);
 void mx_delivery_destroy (mx_delivery_t **self_p);
 
 //  At START: the producer for bootstrap (kept for its replacements).
@@ -44,8 +47,17 @@ void mx_delivery_destroy (mx_delivery_t **self_p);
 int mx_delivery_start (mx_delivery_t *self, const char *bootstrap, char **error);
 
 //  Before a round: a producer that failed fatally cannot keep the order
-//  any more and is replaced. Returns 0, or -1 after reporting to problem.
-int mx_delivery_ready (mx_delivery_t *self, mx_problem_t *problem);
+//  any more and is replaced. With msgx.delivery.semantics = exactly-once a
+//  new producer (and a batch not wholly acknowledged, which ends its
+//  producer) first has the topic looked at: every partition read back
+//  from its end while its records carry PENDING events of the target, and
+//  those events marked SENT (on pg) instead of being sent again. Returns
+//  0, or -1 after reporting to problem (nothing may be sent then).
+int mx_delivery_ready (mx_delivery_t *self, PGconn *pg, mx_problem_t *problem);
+
+//  Exactly-once: events acknowledged by Kafka could not be marked SENT;
+//  the next round looks at the topic again before it sends.
+void mx_delivery_reinspect (mx_delivery_t *self);
 
 //  True while a batch is out.
 bool mx_delivery_busy (const mx_delivery_t *self);
@@ -71,6 +83,11 @@ int64_t mx_delivery_deadline (const mx_delivery_t *self);
 //  reports follow; then the producer is replaced and the silent events
 //  settled as failed). Returns true while a batch is still out.
 bool mx_delivery_check (mx_delivery_t *self);
+
+//  Registers every metric of a target, at 0 (msgx_events_sent_total,
+//  msgx_events_failed_total, msgx_delivery_inspected_total,
+//  msgx_delivery_inspections_total, msgx_delivery_inspection_seconds).
+void mx_delivery_register_metrics (const char *target);
 
 //  Its metrics, per target (KAFKA:msg, KAFKA:schd).
 mx_metrics_counter_t *mx_delivery_events_sent (const char *target);    //  msgx_events_sent_total{target}

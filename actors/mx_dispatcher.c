@@ -60,8 +60,9 @@ s_settle (void *owner, const mx_outbox_batch_t *batch, const mx_delivery_slot_t 
     int rc = mx_outbox_mark_sent (self->pg, ids, prefix, now, NULL, &error);
     free (ids);
     if (rc) {
-        //  Kafka has them; they go once more (same event ids) when
-        //  PostgreSQL answers again.
+        //  Kafka has them: found there before the next round
+        //  (exactly-once), or sent once more with the same event ids.
+        mx_delivery_reinspect (self->delivery);
         mx_problem_report (&self->problem, "cannot mark delivered events SENT", error);
         self->next_round = now + self->config->pipeline_poll_interval;
         return;
@@ -126,7 +127,7 @@ s_round (s_dispatcher_t *self)
 {
     int64_t now = mx_clock_now (self->clock);
     if (mx_actor_pg (&self->pg, self->config, ACTOR, &self->problem)
-    ||  mx_delivery_ready (self->delivery, &self->problem)) {
+    ||  mx_delivery_ready (self->delivery, self->pg, &self->problem)) {
         self->next_round = now + self->config->pipeline_poll_interval;
         return;
     }
@@ -385,8 +386,8 @@ mx_dispatcher_actor (zsock_t *pipe, void *args)
         mx_config_ref_topic (self->config, self->topic);
     else
         mx_config_topic (self->config, false, self->topic);
-    self->delivery = mx_delivery_new (self->config, self->clock, self->problem.actor, self->topic, "batch",
-                                      s_settle, self);
+    self->delivery = mx_delivery_new (self->config, self->clock, self->problem.actor, self->target, self->topic,
+                                      "batch", s_settle, mx_outbox_mark_sent, self);
     self->admin_waiting = zlist_new ();
 
     mx_actor_ops_t ops = { .command = s_command, .sources = s_sources, .deadline = s_deadline, .wake = s_wake };

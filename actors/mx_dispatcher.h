@@ -9,8 +9,10 @@
     event not acknowledged ends the wake-up: attempts + 1 and a backoff
     (msgx.delivery.backoff), or DEAD at msgx.delivery.max-attempts, kept as
     the dead-letter record. A head that backs off stops the whole target
-    until due. At-least-once: what follows a failure is sent again later,
-    with the same event id. A wake-up ends after delivery-drain-rounds
+    until due. What follows a failure is sent again later, with the same
+    event id: at-least-once; exactly-once (the default), the new producer
+    first finds what the brokers wrote of it (mx_delivery_ready) and only
+    the rest goes again. A wake-up ends after delivery-drain-rounds
     batches: a backlog left waits for the next wake-up, so catching up
     without new traffic runs at drain-rounds x delivery-batch events per
     poll-interval.

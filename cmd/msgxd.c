@@ -255,6 +255,13 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
         "DEAD (defaults: about 7 minutes); raise both where outages last longer.",
     S_ADVICE (delivery_backoff) =
         "Lengthen the last delay to ride out long outages without many attempts.",
+    S_ADVICE (delivery_semantics) =
+        "Keep exactly-once: consumers then read every event once without deduplicating. "
+        "at-least-once only saves the look at the topic a new producer makes (milliseconds); "
+        "switching either way is safe at any restart.",
+    S_ADVICE (delivery_inspect_timeout) =
+        "Long enough to read the last records of every partition of the larger topic; a look that "
+        "fails is retried at the next round, and nothing is sent meanwhile.",
     S_ADVICE (http_bind) =
         "An address Prometheus and the load balancer's probes reach; it serves only reads "
         "(/health, /health/live, /health/ready, /metrics), without authentication: bind to an "

@@ -1503,6 +1503,12 @@ mx_config_publishes (const mx_config_t *self)
     return !self->shadow || self->shadow_publish;
 }
 
+bool
+mx_config_exactly_once (const mx_config_t *self)
+{
+    return !streq (self->delivery_semantics, "at-least-once");
+}
+
 //  A shadow instance never publishes to the production topics: its topics
 //  carry the suffix, which must keep them valid names.
 static void
@@ -1938,6 +1944,9 @@ mx_config_validate (const mx_config_t *self, zlist_t *errors)
             s_problem (self, problems, S_IDX (delivery_backoff), "every delay must be more than 0");
             break;
         }
+    if (!streq (self->delivery_semantics, "exactly-once") && !streq (self->delivery_semantics, "at-least-once"))
+        s_problem (self, problems, S_IDX (delivery_semantics), "must be exactly-once or at-least-once");
+    s_duration_range (self, problems, S_IDX (delivery_inspect_timeout), 100, 600000);
 
     //  Endpoints
     s_check_http (self, problems);

@@ -137,6 +137,9 @@ bool mx_config_publishes (const mx_config_t *self);
 //  msgx-diff with it.
 char *mx_config_pg_sslmode (const char *conninfo);
 
+//  msgx.delivery.semantics = exactly-once (the default).
+bool mx_config_exactly_once (const mx_config_t *self);
+
 //  Parse a duration as the config does. bare_ms: a bare number means
 //  milliseconds (keys ending "-ms"); otherwise a unit is required (except
 //  for 0). Returns 0 or -1.

@@ -350,6 +350,36 @@ mx_outbox_fail (PGconn *conn, const mx_outbox_failure_t *failures, size_t count,
 //  Replay of dead letters
 
 int
+mx_outbox_pending_among (PGconn *conn, const char *target, const int64_t *ids, size_t count, bool *pending,
+                         char **error)
+{
+    assert (conn && target && pending && (ids || count == 0));
+    for (size_t i = 0; i < count; i++)
+        pending [i] = false;
+    if (count == 0)
+        return 0;
+    char *id_array = mx_bulk_int_array (ids, count);
+    const char *params [] = { id_array, target };
+    PGresult *res = NULL;
+    //  One probe of the primary key per id, its position back with it.
+    int rc = mx_pg_exec (conn,
+        "SELECT a.n - 1 FROM unnest ($1::bigint[]) WITH ORDINALITY a (event_id, n)"
+        " WHERE EXISTS (SELECT 1 FROM msg_event e WHERE e.event_id = a.event_id"
+        "  AND e.target = $2::text AND e.state = 'PENDING')",
+        2, params, &res, error);
+    free (id_array);
+    if (rc)
+        return -1;
+    for (int row = 0; row < PQntuples (res); row++) {
+        int64_t index = mx_pg_get_int64 (res, row, 0);
+        if (index >= 0 && (size_t) index < count)
+            pending [index] = true;
+    }
+    PQclear (res);
+    return 0;
+}
+
+int
 mx_outbox_replay_candidates (PGconn *conn, const int64_t *ids, size_t count, bool all, char **json,
                              char **error)
 {

@@ -99,6 +99,16 @@ int mx_outbox_mark_sent (PGconn *conn, const int64_t *event_ids, size_t count, i
 int mx_outbox_mark_schd_sent (PGconn *conn, const int64_t *event_ids, size_t count, int64_t now_ms,
                               int *marked, char **error);
 
+//  The mark functions above, as the delivery unit takes them.
+typedef int (mx_outbox_mark_fn) (PGconn *conn, const int64_t *event_ids, size_t count, int64_t now_ms,
+                                 int *marked, char **error);
+
+//  Which of ids (any order, repeats allowed) are PENDING events of target:
+//  pending [i] for ids [i]. Exactly-once delivery asks it of the event ids
+//  a topic's partitions end with.
+int mx_outbox_pending_among (PGconn *conn, const char *target, const int64_t *ids, size_t count, bool *pending,
+                             char **error);
+
 typedef struct {
     int64_t event_id;
     const char *reason;

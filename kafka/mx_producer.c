@@ -31,6 +31,10 @@ s_log_cb (const rd_kafka_t *rk, int level, const char *facility, const char *tex
     //  Errors also come as error events, logged once per kind in the
     //  owner's thread: here they are only for debugging.
     mx_log_level_t ours = level <= 2 ? MX_LOG_ERROR : level == 4 ? MX_LOG_WARN : MX_LOG_DEBUG;
+    //  The gapless guarantee is set on purpose (exactly-once); its
+    //  "experimental" notice would come with every new producer.
+    if (strcmp (facility, "CONFWARN") == 0 && strstr (text, "enable.gapless.guarantee"))
+        ours = MX_LOG_DEBUG;
     mx_log_emit (ours, self ? self->name : "kafka", json_pack ("{s:s}", "facility", facility), "kafka: %s", text);
 }
 
@@ -42,6 +46,15 @@ s_set (rd_kafka_conf_t *conf, const char *name, const char *value, char **error)
         return 0;
     *error = zsys_sprintf ("Kafka producer setting %s=%s refused: %s", name, value, errstr);
     return -1;
+}
+
+static int
+s_set_all (rd_kafka_conf_t *conf, const char *settings [][2], size_t count, char **error)
+{
+    for (size_t i = 0; i < count; i++)
+        if (s_set (conf, settings [i][0], settings [i][1], error))
+            return -1;
+    return 0;
 }
 
 //  The settings that keep one key's messages in order and acknowledged by
@@ -121,13 +134,20 @@ mx_producer_new (const mx_config_t *config, const char *bootstrap, const char *c
         //  The bound on every wait for a report.
         { "message.timeout.ms", timeout },
     };
-    for (size_t i = 0; i < sizeof settings / sizeof settings [0]; i++)
-        if (s_set (conf, settings [i][0], settings [i][1], error)) {
-            rd_kafka_conf_destroy (conf);
-            mx_producer_destroy (&self);
-            return NULL;
-        }
-    if (mx_kafka_security_apply (conf, config, error)) {
+    //  Exactly-once: a partition must hold a prefix of what was sent to
+    //  it. The gapless guarantee makes a record that fails for good end
+    //  the producer, not just itself; librdkafka does not cover records
+    //  that time out (it moves on to a new producer epoch, leaving a gap),
+    //  so none times out in librdkafka: mx_delivery bounds the wait itself
+    //  and replaces the producer.
+    const char *exactly_once [][2] = {
+        { "enable.gapless.guarantee", "true" },
+        { "message.timeout.ms", "0" },
+    };
+    if (s_set_all (conf, settings, sizeof settings / sizeof settings [0], error)
+    ||  (mx_config_exactly_once (config)
+         && s_set_all (conf, exactly_once, sizeof exactly_once / sizeof exactly_once [0], error))
+    ||  mx_kafka_security_apply (conf, config, error)) {
         rd_kafka_conf_destroy (conf);
         mx_producer_destroy (&self);
         return NULL;

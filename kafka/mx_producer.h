@@ -6,6 +6,11 @@
     A configuration asking for less is refused when the producer is made.
     Every message gets a delivery report within msgx.kafka.delivery-timeout
     (librdkafka's message.timeout.ms): acknowledged, or failed with a reason.
+    With msgx.delivery.semantics = exactly-once the producer also runs with
+    enable.gapless.guarantee (a record failing for good is fatal to the
+    producer) and without librdkafka's message timeout: the owner bounds
+    the wait and replaces the producer, so each partition only ever holds
+    a prefix of what one producer sent to it.
 
     Reports are not polled on a timer: librdkafka writes to a pipe when its
     queue turns non-empty (rd_kafka_queue_io_event_enable). The owner puts

@@ -614,6 +614,25 @@ msgx
         #   attempts.
         backoff = 1s,5s,30s,1m
 
+        #   exactly-once: every new producer first reads what each partition
+        #   holds and sends only what is missing; at-least-once: what was not
+        #   acknowledged goes again.
+        #   Text; default exactly-once; environment MSGX_DELIVERY_SEMANTICS.
+        #   Keep exactly-once: consumers then read every event once without
+        #   deduplicating. at-least-once only saves the look at the topic a new
+        #   producer makes (milliseconds); switching either way is safe at any
+        #   restart.
+        semantics = exactly-once
+
+        #   exactly-once: bound of one look at what the topic's partitions hold
+        #   (a failed look is retried).
+        #   Duration (500ms, 30s, 10m, 2h, 30d); default 5s; environment
+        #   MSGX_DELIVERY_INSPECT_TIMEOUT.
+        #   Long enough to read the last records of every partition of the
+        #   larger topic; a look that fails is retried at the next round, and
+        #   nothing is sent meanwhile.
+        inspect-timeout = 5s
+
     republish
         #   events a second a republish job writes into the outbox (1..100000).
         #   Integer; default 500; environment MSGX_REPUBLISH_RATE.

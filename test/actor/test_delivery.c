@@ -316,6 +316,58 @@ s_wake (fixture_t *fx)
     mx_cmd_send (zactor_sock (fx->actor), MX_CMD_EVENTS_COMMITTED);
 }
 
+//  The cases that show what at-least-once delivery resends.
+static void
+s_at_least_once (fixture_t *fx)
+{
+    assert_int_equal (mx_config_set (fx->config, "msgx.delivery.semantics", "at-least-once", NULL), 0);
+}
+
+//  Waits until the consumer has read every one of ids from topic (the
+//  brokers hold them, acknowledged or not); appends to fx->records.
+static void
+s_wait_records (fixture_t *fx, const char *topic, const int64_t *ids, size_t count)
+{
+    int64_t deadline = zclock_mono () + WAIT_MS;
+    while (true) {
+        size_t seen = 0;
+        for (size_t i = 0; i < count; i++)
+            seen += s_count_event (fx, topic, ids [i]) > 0;
+        if (seen == count)
+            return;
+        if (zclock_mono () > deadline)
+            fail_msg ("%zu of %zu records on %s within %d ms", seen, count, topic, WAIT_MS);
+        record_t record;
+        if (mx_testkafka_poll (fx->consumer, 500, &record))
+            mx_testkafka_records_add (&fx->records, &fx->record_count, &record);
+    }
+}
+
+//  Two FLIDs from base on, one led by each broker (partition 1 is broker 2's).
+static void
+s_flids_on_both_brokers (int64_t base, int64_t *on_one, int64_t *on_two)
+{
+    *on_one = *on_two = 0;
+    for (int64_t flid = base; flid < base + 100 && (!*on_one || !*on_two); flid++) {
+        if (s_partition_of (flid) == 1 && !*on_two)
+            *on_two = flid;
+        if (s_partition_of (flid) != 1 && !*on_one)
+            *on_one = flid;
+    }
+    assert_true (*on_one && *on_two);
+}
+
+//  The next produce answer of each broker is held back for a minute: the
+//  brokers write what they get, the producer hears nothing.
+static void
+s_stall_answers (fixture_t *fx)
+{
+    rd_kafka_mock_cluster_t *cluster = mx_testkafka_cluster (fx->kafka);
+    for (int32_t broker = 1; broker <= 2; broker++)
+        assert_int_equal (rd_kafka_mock_broker_push_request_error_rtts (cluster, broker, PRODUCE, 1,
+                                                                        RD_KAFKA_RESP_ERR_NO_ERROR, 60000), 0);
+}
+
 //  ---------------------------------------------------------------------
 //  Dispatcher
 
@@ -393,9 +445,10 @@ test_dispatcher_delivers_in_event_id_order_with_key_and_headers (void **state)
 //  the events go again, with the same event ids, and nothing behind the
 //  first is marked SENT before it.
 static void
-test_dispatcher_lost_acknowledgement_resends_same_event_ids (void **state)
+test_dispatcher_at_least_once_lost_acknowledgement_resends_same_event_ids (void **state)
 {
     fixture_t *fx = *state;
+    s_at_least_once (fx);
     s_start (fx, "dispatcher", mx_dispatcher_actor);
     //  One delivery first, so the producer is ready when the answers stall.
     int64_t warm = s_event (fx, "KAFKA:msg", 200, 1);
@@ -437,20 +490,15 @@ test_dispatcher_lost_acknowledgement_resends_same_event_ids (void **state)
 
 //  Broker 2 refuses a produce: the events before the first one it leads
 //  are SENT, that one backs off, everything after it waits (even what broker
-//  1 acknowledged) and goes again in order.
+//  1 acknowledged) and goes again in order (at-least-once).
 static void
-test_dispatcher_failed_batch_keeps_target_order (void **state)
+test_dispatcher_at_least_once_failed_batch_keeps_target_order (void **state)
 {
     fixture_t *fx = *state;
+    s_at_least_once (fx);
     //  Flights on broker 1 (partitions 0, 2) and on broker 2 (partition 1).
-    int64_t on_one = 0, on_two = 0;
-    for (int64_t flid = 300; flid < 400 && (!on_one || !on_two); flid++) {
-        if (s_partition_of (flid) == 1 && !on_two)
-            on_two = flid;
-        if (s_partition_of (flid) != 1 && !on_one)
-            on_one = flid;
-    }
-    assert_true (on_one && on_two);
+    int64_t on_one, on_two;
+    s_flids_on_both_brokers (300, &on_one, &on_two);
     s_start (fx, "dispatcher", mx_dispatcher_actor);
     rd_kafka_mock_cluster_t *cluster = mx_testkafka_cluster (fx->kafka);
     assert_int_equal (rd_kafka_mock_broker_push_request_error_rtts (cluster, 2, PRODUCE, 1,
@@ -521,9 +569,10 @@ test_dispatcher_exhausted_event_stays_dead (void **state)
 //  All brokers down: deliveries time out and back off; back up, everything
 //  arrives, nothing lost, in order.
 static void
-test_dispatcher_brokers_down_then_up_loses_nothing (void **state)
+test_dispatcher_at_least_once_brokers_down_then_up_loses_nothing (void **state)
 {
     fixture_t *fx = *state;
+    s_at_least_once (fx);
     assert_int_equal (mx_config_set (fx->config, "msgx.delivery.max-attempts", "10", NULL), 0);
     s_start (fx, "dispatcher", mx_dispatcher_actor);
     //  One delivery first, so the producer is connected when they go down.
@@ -556,6 +605,106 @@ test_dispatcher_brokers_down_then_up_loses_nothing (void **state)
         assert_true (s_count_event (fx, TOPIC_MSG, ids [i]) >= 1);
     s_check_order (fx, TOPIC_MSG);
     s_assert_value (fx, "SELECT count(*) FROM msg_event WHERE state <> 'SENT'", "0");
+}
+
+//  With the dispatcher started: one event delivered (the producer is
+//  connected), then four events of two FLIDs (one per broker, from base
+//  + 1 on) into ids, written by the brokers whose answers never come.
+static void
+s_stalled_batch (fixture_t *fx, int64_t base, int64_t ids [4], int64_t *one, int64_t *two)
+{
+    int64_t warm = s_event (fx, "KAFKA:msg", base, 1);
+    char sql [256];
+    snprintf (sql, sizeof sql, "SELECT state = 'SENT' FROM msg_event WHERE event_id = %" PRId64, warm);
+    mx_testpg_wait (fx->conn, sql);
+    s_flids_on_both_brokers (base + 1, one, two);
+    s_stall_answers (fx);
+    for (int i = 0; i < 4; i++)
+        ids [i] = s_event (fx, "KAFKA:msg", i % 2 ? *two : *one, 1 + i / 2);
+    s_wake (fx);
+    s_wait_records (fx, TOPIC_MSG, ids, 4);
+}
+
+//  Exactly-once: the brokers wrote a batch whose acknowledgements never
+//  came. The batch is given up (delivery-timeout), the producer replaced,
+//  and the new one finds every record on its partition: marked SENT, not
+//  sent again.
+static void
+test_dispatcher_exactly_once_lost_acknowledgement_sends_nothing_twice (void **state)
+{
+    fixture_t *fx = *state;
+    s_start (fx, "dispatcher", mx_dispatcher_actor);
+    int64_t ids [4], one, two;
+    s_stalled_batch (fx, 200, ids, &one, &two);
+    char sql [256];
+    //  delivery-timeout + linger, then the grace of the purge.
+    mx_clock_advance (fx->clock, 2005);
+    mx_clock_advance (fx->clock, 5000);
+    snprintf (sql, sizeof sql, "SELECT attempts = 1 FROM msg_event WHERE event_id = %" PRId64, ids [0]);
+    mx_testpg_wait (fx->conn, sql);
+    s_assert_value (fx, "SELECT count(*) FROM msg_event WHERE state = 'SENT'", "1");
+    //  Due: the new producer looks first.
+    mx_clock_advance (fx->clock, 1000);
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 5 FROM msg_event WHERE state = 'SENT'");
+    s_read_all (fx);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal (s_count_event (fx, TOPIC_MSG, ids [i]), 1);
+    assert_int_equal (s_count (fx, TOPIC_MSG), 5);
+    s_check_order (fx, TOPIC_MSG);
+}
+
+//  Exactly-once: broker 2 refuses a produce, which ends the producer
+//  (gapless guarantee). What broker 1 wrote of the batch is found there;
+//  the refused event goes once, after its backoff.
+static void
+test_dispatcher_exactly_once_failed_batch_sends_each_event_once (void **state)
+{
+    fixture_t *fx = *state;
+    int64_t one, two;
+    s_flids_on_both_brokers (300, &one, &two);
+    s_start (fx, "dispatcher", mx_dispatcher_actor);
+    rd_kafka_mock_cluster_t *cluster = mx_testkafka_cluster (fx->kafka);
+    assert_int_equal (rd_kafka_mock_broker_push_request_error_rtts (cluster, 2, PRODUCE, 1,
+                                                                    RD_KAFKA_RESP_ERR_INVALID_RECORD, 0), 0);
+    int64_t ids [4];
+    ids [0] = s_event (fx, "KAFKA:msg", one, 1);
+    ids [1] = s_event (fx, "KAFKA:msg", one, 2);
+    ids [2] = s_event (fx, "KAFKA:msg", two, 1);
+    ids [3] = s_event (fx, "KAFKA:msg", one, 3);
+    s_wake (fx);
+    mx_testpg_wait (fx->conn, "SELECT max (attempts) = 1 FROM msg_event");
+    mx_clock_advance (fx->clock, 1000);
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 4 FROM msg_event WHERE state = 'SENT'");
+    s_read_all (fx);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal (s_count_event (fx, TOPIC_MSG, ids [i]), 1);
+    s_check_order (fx, TOPIC_MSG);
+}
+
+//  An outbox and topics written at-least-once, left with records on the
+//  wire whose events are still PENDING (the acknowledgements never came,
+//  the dispatcher stopped); the dispatcher started again exactly-once
+//  finds them, sends only what is missing: nothing lost, nothing twice.
+static void
+test_dispatcher_switch_to_exactly_once_loses_and_duplicates_nothing (void **state)
+{
+    fixture_t *fx = *state;
+    s_at_least_once (fx);
+    s_start (fx, "dispatcher", mx_dispatcher_actor);
+    int64_t ids [6], one, two;
+    s_stalled_batch (fx, 600, ids, &one, &two);
+    zactor_destroy (&fx->actor);
+    s_assert_value (fx, "SELECT count(*) FROM msg_event WHERE state = 'PENDING'", "4");
+    assert_int_equal (mx_config_set (fx->config, "msgx.delivery.semantics", "exactly-once", NULL), 0);
+    ids [4] = s_event (fx, "KAFKA:msg", one, 3);
+    ids [5] = s_event (fx, "KAFKA:msg", two, 3);
+    s_start (fx, "dispatcher", mx_dispatcher_actor);
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 7 FROM msg_event WHERE state = 'SENT'");
+    s_read_all (fx);
+    for (int i = 0; i < 6; i++)
+        assert_int_equal (s_count_event (fx, TOPIC_MSG, ids [i]), 1);
+    assert_int_equal (s_count (fx, TOPIC_MSG), 7);
+    s_check_order (fx, TOPIC_MSG);
 }
 
 //  ---------------------------------------------------------------------
@@ -706,11 +855,19 @@ main (void)
     const struct CMUnitTest tests [] = {
         cmocka_unit_test_setup_teardown (test_dispatcher_delivers_in_event_id_order_with_key_and_headers,
                                          s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown (test_dispatcher_lost_acknowledgement_resends_same_event_ids,
+        cmocka_unit_test_setup_teardown (test_dispatcher_at_least_once_lost_acknowledgement_resends_same_event_ids,
                                          s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown (test_dispatcher_failed_batch_keeps_target_order, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_dispatcher_at_least_once_failed_batch_keeps_target_order,
+                                         s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_dispatcher_exhausted_event_stays_dead, s_setup, s_teardown),
-        cmocka_unit_test_setup_teardown (test_dispatcher_brokers_down_then_up_loses_nothing, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_dispatcher_at_least_once_brokers_down_then_up_loses_nothing,
+                                         s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_dispatcher_exactly_once_lost_acknowledgement_sends_nothing_twice,
+                                         s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_dispatcher_exactly_once_failed_batch_sends_each_event_once,
+                                         s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_dispatcher_switch_to_exactly_once_loses_and_duplicates_nothing,
+                                         s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_aggregator_sends_the_newest_state_once_per_window,
                                          s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_aggregator_backlog_beyond_the_limit_flushes_at_once,

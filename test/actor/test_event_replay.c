@@ -4,9 +4,11 @@
     injected clock; the real msgxctl binary talks to its admin socket; a
     real consumer reads the topics back.
 
-    The outage is partitions without a leader: what the producers hand over
-    waits, times out (msgx.kafka.delivery-timeout) and is never written, so
-    whatever the consumer finds later came from the replay. Waiting is on
+    The outage is brokers refusing every produce (INVALID_RECORD): what the
+    producers hand over is never written, so whatever the consumer finds
+    later came from the replay. (Partitions without a leader would not do:
+    an exactly-once producer then cannot look at the topics and sends
+    nothing, so nothing fails.) Waiting is on
     NOTIFYs from a trigger on msg_event, on msgxctl's exit and on the
     consumer's poll: never a sleep.  */
 #include <setjmp.h>
@@ -34,6 +36,7 @@
 #define PARTITIONS 3
 #define TOPIC_MSG "msgx.flight.events"
 #define TOPIC_SCHD "msgx.flight.state"
+#define PRODUCE 0               //  Kafka protocol ApiKey of ProduceRequest
 
 typedef mx_testkafka_record_t record_t;
 
@@ -159,6 +162,22 @@ s_leaders (fixture_t *fx, bool up)
         for (int p = 0; p < PARTITIONS; p++)
             assert_int_equal (rd_kafka_mock_partition_set_leader (cluster, topics [t], p,
                                                                   up ? (p == 1 ? 2 : 1) : -1), 0);
+}
+
+//  Every produce refused (the brokers answer, so an exactly-once producer's
+//  look at the topics succeeds and each delivery fails), or none any more.
+static void
+s_refuse_produce (fixture_t *fx, bool refuse)
+{
+    rd_kafka_mock_cluster_t *cluster = mx_testkafka_cluster (fx->kafka);
+    if (!refuse) {
+        rd_kafka_mock_clear_request_errors (cluster, PRODUCE);
+        return;
+    }
+    rd_kafka_resp_err_t errors [64];
+    for (size_t i = 0; i < sizeof errors / sizeof errors [0]; i++)
+        errors [i] = RD_KAFKA_RESP_ERR_INVALID_RECORD;
+    rd_kafka_mock_push_request_errors_array (cluster, PRODUCE, sizeof errors / sizeof errors [0], errors);
 }
 
 static void
@@ -353,7 +372,7 @@ static void
 test_dead_events_after_an_outage_are_delivered_again (void **state)
 {
     fixture_t *fx = *state;
-    s_leaders (fx, false);
+    s_refuse_produce (fx, true);
     int64_t m1 = s_event (fx, "KAFKA:msg", 101, 1, "PENDING");
     int64_t m2 = s_event (fx, "KAFKA:msg", 102, 1, "PENDING");
     int64_t s1 = s_event (fx, "KAFKA:schd", 201, 1, "PENDING");
@@ -365,7 +384,7 @@ test_dead_events_after_an_outage_are_delivered_again (void **state)
     s_expect (fx, "DEAD:2:- DEAD:2:- DEAD:0:S DEAD:2:- DEAD:2:-",
               "SELECT string_agg (state || ':' || attempts || ':' || CASE WHEN merged_into = %" PRId64 " THEN 'S'"
               " ELSE coalesce (merged_into::text, '-') END, ' ' ORDER BY event_id) FROM msg_event", s2);
-    s_leaders (fx, true);
+    s_refuse_produce (fx, false);
 
     //  Dry run: listed, nothing changed.
     int64_t changes = s_int (fx, "SELECT count(*) FROM mx_test_log");

@@ -18,8 +18,13 @@
     message per transaction. The audit compares and counts; any bad count
     makes the exit code 1.
 
+    With msgx.delivery.semantics = exactly-once (the default, --semantics)
+    no event may reach a topic twice: the audit's "redelivered" (events
+    read more than once) must be 0; at-least-once counts them, and only
+    loss, reordering and the rest are faults.
+
     usage: msgx-fault [--messages N] [--kills K] [--seed S] [--build DIR]
-                      [--source DIR] [--quick]
+                      [--source DIR] [--quick] [--semantics exactly-once|at-least-once]
     Exit codes: 0 audit clean, 1 audit found something, 2 usage or set-up.
 */
 #include <assert.h>
@@ -50,6 +55,7 @@
 #define S_WAIT_MS 180000            //  no progress at all for this long: the run failed
 #define S_TOPIC_MSG "msgx.flight.events"
 #define S_TOPIC_SCHD "msgx.flight.state"
+#define S_TOPIC_REF "msgx.reference"
 //  The mock cluster keeps at most 5 MiB per partition (older records are
 //  dropped, like retention): enough partitions keep every record of a run.
 #define S_PARTITION_BYTES (5 * 1024 * 1024)
@@ -121,6 +127,7 @@ typedef struct {
     const char *build;
     const char *source;
     bool quick;
+    const char *semantics;          //  msgx.delivery.semantics of every msgxd
     //  Servers and Kafka
     char *dir;
     char *env_file;
@@ -485,9 +492,10 @@ s_late_all_in (s_suite_t *self)
 //  msgxd instances
 
 static char **
-s_env_new (const char *pg_conninfo, mx_testmb_t *mb, const char *bootstrap, bool reference)
+s_env_new (const char *pg_conninfo, mx_testmb_t *mb, const char *bootstrap, bool reference, const char *semantics)
 {
     zlist_t *list = zlist_new ();
+    zlist_append (list, zsys_sprintf ("MSGX_DELIVERY_SEMANTICS=%s", semantics));
     zlist_append (list, zsys_sprintf ("MSGX_PG_CONNINFO=%s", pg_conninfo));
     zlist_append (list, zsys_sprintf ("MAILBOX_SHARED_MYSQL_HOST=%s", mx_testmb_host (mb)));
     zlist_append (list, zsys_sprintf ("MAILBOX_SHARED_MYSQL_PORT=%d", mx_testmb_port (mb)));
@@ -819,7 +827,8 @@ static const char *s_drained_sql =
 static void
 s_faulted_run (s_suite_t *self)
 {
-    self->env = s_env_new (mx_testpg_conninfo (self->pg), self->mb, mx_kafka_embedded_bootstraps (self->kafka), false);
+    self->env = s_env_new (mx_testpg_conninfo (self->pg), self->mb, mx_kafka_embedded_bootstraps (self->kafka), false,
+                           self->semantics);
     self->slot_wanted [0] = true;
     s_supervise (self);
     size_t next = 0;
@@ -922,7 +931,7 @@ s_reference_run (s_suite_t *self, mx_testmb_t **mb_p, double *seconds)
     s_exec (conn, s_watch_sql);
     PQclear (s_query (conn, "LISTEN mx_test", 0, NULL));
     PQclear (s_query (conn, "LISTEN mx_marks", 0, NULL));
-    char **env = s_env_new (mx_testpg_conninfo (pg), mb, NULL, true);
+    char **env = s_env_new (mx_testpg_conninfo (pg), mb, NULL, true, self->semantics);
     int64_t t0 = zclock_mono ();
     mx_testproc_t *proc = s_msgxd_start (self, env, 0);
     int64_t last = zclock_mono ();
@@ -1025,7 +1034,8 @@ s_line_free (void **item)
 typedef struct {
     int64_t records;
     int64_t distinct;
-    int64_t resends;
+    int64_t resends;                //  copies beyond the first
+    int64_t redelivered;            //  events read more than once
     int64_t out_of_order;
     int64_t no_event_id;
     int64_t trimmed;                //  offsets below the low watermark
@@ -1125,8 +1135,12 @@ s_topic_read (const char *bootstrap, const char *topic, int partitions, s_topic_
             assert (state);
             zhashx_insert (audit->keys, key, state);
         }
-        if (zhashx_lookup (audit->ids, id_text))
+        intptr_t copies = (intptr_t) zhashx_lookup (audit->ids, id_text);
+        if (copies) {
             audit->resends++;               //  at-least-once: the same id again
+            audit->redelivered += copies == 1;
+            zhashx_update (audit->ids, id_text, (void *) (copies + 1));
+        }
         else {
             zhashx_insert (audit->ids, id_text, (void *) 1);
             audit->distinct++;
@@ -1255,12 +1269,13 @@ s_audit (s_suite_t *self, PGconn *conn, PGconn *ref, double run_seconds, double 
     //  event ids; each identity is bound by one message only.
     int64_t double_effects = s_int (conn,
         "SELECT count(*) FROM (SELECT target, flid, count(*) AS n, count(DISTINCT state_version) AS d,"
-        " min(state_version) AS lo, max(state_version) AS hi FROM msg_event GROUP BY target, flid) e"
+        " min(state_version) AS lo, max(state_version) AS hi FROM msg_event WHERE target <> 'KAFKA:ref'"
+        " GROUP BY target, flid) e"
         " LEFT JOIN flight_schd f USING (flid)"
         " WHERE e.n <> e.d OR e.lo <> 1 OR e.hi <> e.n OR e.hi IS DISTINCT FROM f.state_version");
     double_effects += s_int (conn,
         "SELECT count(*) FROM (SELECT state_version < lag (state_version) OVER"
-        " (PARTITION BY target, flid ORDER BY event_id) AS bad FROM msg_event) t WHERE bad");
+        " (PARTITION BY target, partition_key ORDER BY event_id) AS bad FROM msg_event) t WHERE bad");
     double_effects += s_int (conn, "SELECT count(*) FROM identity i LEFT JOIN proc_state p"
                                    " ON p.identity_key = i.identity_key WHERE p.msg_id IS DISTINCT FROM i.msg_id");
     double_effects += transitions - distinct_transitions;
@@ -1293,13 +1308,17 @@ s_audit (s_suite_t *self, PGconn *conn, PGconn *ref, double run_seconds, double 
         "SELECT msg_id::text, concat_ws ('|', state, error_class, outcome, msg_type, msg_styp, identity_key)"
         " FROM proc_state");
     int64_t event_mismatch = s_compare (conn, ref, "events",
-        "SELECT target || '/' || flid || '/' || state_version, concat_ws ('|', event_type, msg_id)"
+        "SELECT target || '/' || partition_key || '/' || state_version, concat_ws ('|', event_type, msg_id)"
         " FROM msg_event");
 
     //  Kafka.
+    bool exactly_once = strcmp (self->semantics, "at-least-once") != 0;
     s_topic_audit_t msg = { 0 }, schd = { 0 };
     s_topic_read (mx_kafka_embedded_bootstraps (self->kafka), S_TOPIC_MSG, self->partitions, &msg);
     s_topic_read (mx_kafka_embedded_bootstraps (self->kafka), S_TOPIC_SCHD, self->partitions, &schd);
+    //  KAFKA:ref (reference data, key LIST:KEY): audited like KAFKA:msg.
+    s_topic_audit_t refdata = { 0 };
+    s_topic_read (mx_kafka_embedded_bootstraps (self->kafka), S_TOPIC_REF, self->partitions, &refdata);
     int64_t missing = 0, phantom = 0, schd_mismatch = 0;
     PGresult *res = s_query (conn, "SELECT event_id::text, target, coalesce (merged_into::text, ''), state"
                                    " FROM msg_event ORDER BY event_id", 0, NULL);
@@ -1307,11 +1326,12 @@ s_audit (s_suite_t *self, PGconn *conn, PGconn *ref, double run_seconds, double 
     for (int row = 0; row < PQntuples (res); row++) {
         const char *id = PQgetvalue (res, row, 0);
         bool is_msg = strcmp (PQgetvalue (res, row, 1), "KAFKA:msg") == 0;
-        zhashx_insert (known, id, (void *) (is_msg ? "m" : "s"));
+        bool is_ref = strcmp (PQgetvalue (res, row, 1), "KAFKA:ref") == 0;
+        zhashx_insert (known, id, (void *) (is_msg ? "m" : is_ref ? "r" : "s"));
         if (strcmp (PQgetvalue (res, row, 3), "SENT") != 0)
             continue;
-        if (is_msg)
-            missing += zhashx_lookup (msg.ids, id) == NULL;
+        if (is_msg || is_ref)
+            missing += zhashx_lookup (is_msg ? msg.ids : refdata.ids, id) == NULL;
         else {
             const char *carrier = *PQgetvalue (res, row, 2) ? PQgetvalue (res, row, 2) : id;
             missing += zhashx_lookup (schd.ids, carrier) == NULL;
@@ -1325,6 +1345,10 @@ s_audit (s_suite_t *self, PGconn *conn, PGconn *ref, double run_seconds, double 
     for (const void *v = zhashx_first (schd.ids); v; v = zhashx_next (schd.ids)) {
         const char *kind = (const char *) zhashx_lookup (known, (const char *) zhashx_cursor (schd.ids));
         phantom += !kind || *kind != 's';
+    }
+    for (const void *v = zhashx_first (refdata.ids); v; v = zhashx_next (refdata.ids)) {
+        const char *kind = (const char *) zhashx_lookup (known, (const char *) zhashx_cursor (refdata.ids));
+        phantom += !kind || *kind != 'r';
     }
     zhashx_destroy (&known);
     //  The last KAFKA:schd record per flight is its final state: the
@@ -1382,14 +1406,20 @@ s_audit (s_suite_t *self, PGconn *conn, PGconn *ref, double run_seconds, double 
     s_figure ("  not SENT (PENDING or DEAD)", undelivered, true);
     s_figure ("Kafka KAFKA:msg records", msg.records, false);
     s_figure ("  distinct event ids", msg.distinct, false);
-    s_figure ("  re-sends (same id)", msg.resends, false);
+    s_figure ("  redelivered (events read more than once)", msg.redelivered, exactly_once);
+    s_figure ("  copies beyond the first", msg.resends, exactly_once);
     s_figure ("  out of order", msg.out_of_order, true);
     s_figure ("Kafka KAFKA:schd records", schd.records, false);
     s_figure ("  distinct event ids", schd.distinct, false);
-    s_figure ("  re-sends (same id)", schd.resends, false);
+    s_figure ("  redelivered (events read more than once)", schd.redelivered, exactly_once);
+    s_figure ("  copies beyond the first", schd.resends, exactly_once);
     s_figure ("  out of order", schd.out_of_order, true);
-    s_figure ("records dropped by mock retention", msg.trimmed + schd.trimmed, true);
-    s_figure ("records without an event id", msg.no_event_id + schd.no_event_id, true);
+    s_figure ("Kafka KAFKA:ref records", refdata.records, false);
+    s_figure ("  redelivered (events read more than once)", refdata.redelivered, exactly_once);
+    s_figure ("  out of order", refdata.out_of_order, true);
+    s_figure ("redelivered", msg.redelivered + schd.redelivered + refdata.redelivered, exactly_once);
+    s_figure ("records dropped by mock retention", msg.trimmed + schd.trimmed + refdata.trimmed, true);
+    s_figure ("records without an event id", msg.no_event_id + schd.no_event_id + refdata.no_event_id, true);
     s_figure ("records of no outbox event", phantom, true);
     s_figure ("acknowledged but missing", missing, true);
     s_figure ("final KAFKA:schd mismatches", schd_mismatch, true);
@@ -1399,8 +1429,9 @@ s_audit (s_suite_t *self, PGconn *conn, PGconn *ref, double run_seconds, double 
     s_figure ("unmarked without reason", unmarked, true);
     s_topic_audit_destroy (&msg);
     s_topic_audit_destroy (&schd);
+    s_topic_audit_destroy (&refdata);
 
-    printf ("\nfault schedule (seed %" PRIu64 "):\n", self->seed);
+    printf ("\nfault schedule (seed %" PRIu64 ", %s):\n", self->seed, self->semantics);
     for (int kind = 0; kind <= F_STANDBY_STOP; kind++)
         printf ("  %-44s %zu\n", s_fault_names [kind], self->fired [kind]);
     printf ("  %-44s %" PRId64 "\n", "msgxd starts", self->starts);
@@ -1419,7 +1450,8 @@ s_audit (s_suite_t *self, PGconn *conn, PGconn *ref, double run_seconds, double 
         printf ("  %-44s %10" PRId64 "%s\n", s_figures [i].name, s_figures [i].value, wrong ? "   <-- must be 0" : "");
     }
     printf ("\nfaulted run %.1f s, reference run %.1f s (one message per transaction)\n", run_seconds, ref_seconds);
-    printf ("%s\n", bad ? "AUDIT FAILED" : "audit clean: 0 lost, 0 reordered, 0 double effects, 0 unmarked without reason");
+    printf ("%s%s\n", bad ? "AUDIT FAILED" : "audit clean: 0 lost, 0 reordered, 0 double effects, 0 unmarked without reason",
+            bad || !exactly_once ? "" : ", 0 redelivered");
     return bad ? 1 : 0;
 }
 
@@ -1428,14 +1460,15 @@ s_audit (s_suite_t *self, PGconn *conn, PGconn *ref, double run_seconds, double 
 static void
 s_usage (void)
 {
-    fprintf (stderr, "usage: msgx-fault [--messages N] [--kills K] [--seed S] [--build DIR] [--source DIR] [--quick]\n");
+    fprintf (stderr, "usage: msgx-fault [--messages N] [--kills K] [--seed S] [--build DIR] [--source DIR] [--quick]"
+                     " [--semantics exactly-once|at-least-once]\n");
     exit (2);
 }
 
 int
 main (int argc, char *argv [])
 {
-    s_suite_t suite = { .messages = 100000, .kills = 20, .seed = 20261130 };
+    s_suite_t suite = { .messages = 100000, .kills = 20, .seed = 20261130, .semantics = "exactly-once" };
     s_suite_t *self = &suite;
     self->build = getenv ("MX_BUILD_DIR");
     self->source = getenv ("MX_SOURCE_DIR");
@@ -1443,6 +1476,7 @@ main (int argc, char *argv [])
         { "messages", required_argument, NULL, 'm' }, { "kills", required_argument, NULL, 'k' },
         { "seed", required_argument, NULL, 's' }, { "build", required_argument, NULL, 'b' },
         { "source", required_argument, NULL, 'S' }, { "quick", no_argument, NULL, 'q' },
+        { "semantics", required_argument, NULL, 'e' },
         { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 }
     };
     int option;
@@ -1454,10 +1488,12 @@ main (int argc, char *argv [])
             case 'b': self->build = optarg; break;
             case 'S': self->source = optarg; break;
             case 'q': self->quick = true; break;
+            case 'e': self->semantics = optarg; break;
             default: s_usage ();
         }
     }
-    if (optind < argc || self->messages < 1000 || self->kills < 1 || !self->build || !self->source)
+    if (optind < argc || self->messages < 1000 || self->kills < 1 || !self->build || !self->source
+    ||  (strcmp (self->semantics, "exactly-once") != 0 && strcmp (self->semantics, "at-least-once") != 0))
         s_usage ();
     s_rng_state = self->seed;
     zsys_init ();
@@ -1471,7 +1507,8 @@ main (int argc, char *argv [])
     setenv ("MX_SOURCE_DIR", self->source, 1);
     self->servers = zsys_sprintf ("%s/deploy/local/mx-servers", self->source);
     self->msgxd = zsys_sprintf ("%s/cmd/msgxd", self->build);
-    printf ("msgx-fault: seed %" PRIu64 ", %d messages, %d kills\n", self->seed, self->messages, self->kills);
+    printf ("msgx-fault: seed %" PRIu64 ", %d messages, %d kills, %s\n", self->seed, self->messages, self->kills,
+            self->semantics);
     int64_t t0 = zclock_mono ();
     s_cleanup_servers = self->servers;
     s_cleanup_env = self->env_file;
@@ -1480,7 +1517,7 @@ main (int argc, char *argv [])
     setenv ("MX_TEST_ENV", self->env_file, 1);
     self->pg = mx_testpg_new ();
     self->mb = mx_testmb_new ();
-    const char *topics [] = { S_TOPIC_MSG, S_TOPIC_SCHD, NULL };
+    const char *topics [] = { S_TOPIC_MSG, S_TOPIC_SCHD, S_TOPIC_REF, NULL };
     char *error = NULL;
     //  About 3 KiB per state document, one per message and topic; keys
     //  (FLIDs) spread unevenly, so eight times the room.

@@ -1200,8 +1200,8 @@ mx_testkafka_validate (const mx_testkafka_record_t *records, size_t count, const
     free (report);
 }
 
-static void
-s_records_add (mx_testkafka_record_t **records, size_t *count, const mx_testkafka_record_t *record)
+void
+mx_testkafka_records_add (mx_testkafka_record_t **records, size_t *count, const mx_testkafka_record_t *record)
 {
     //  Capacity doubles at each power of two, so it follows from count.
     if (*count == 0 || (*count >= 64 && (*count & (*count - 1)) == 0)) {
@@ -1244,7 +1244,7 @@ mx_testkafka_read_all (rd_kafka_t *consumer, const char *topic_a, const char *to
                     s_fail ("%s [%d]: read up to %" PRId64 " of %" PRId64, topics [t], p, next, high);
                 mx_testkafka_record_t record;
                 if (mx_testkafka_poll (consumer, 500, &record))
-                    s_records_add (records, count, &record);
+                    mx_testkafka_records_add (records, count, &record);
             }
         }
     //  Read together with the reference topic, topic_a is that one.

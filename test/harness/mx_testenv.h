@@ -127,6 +127,12 @@ bool
 void
     mx_testkafka_record_free (mx_testkafka_record_t *record);
 
+//  Appends a copy of *record (its strings taken) to *records (*count
+//  entries), growing it as mx_testkafka_read_all does: both may fill one
+//  array.
+void
+    mx_testkafka_records_add (mx_testkafka_record_t **records, size_t *count, const mx_testkafka_record_t *record);
+
 //  Consumes until *records holds everything the brokers hold now: up to the
 //  high watermark of partitions 0..partitions-1 of both topics. Appends to
 //  *records (realloc'd; *count entries) what it reads; fails the test if

@@ -146,6 +146,10 @@ test_standard (void **state)
     assert_non_null (strstr (text, "msgx_crash_loop_total 0\n"));
     assert_non_null (strstr (text, "msgx_events_sent_total{target=\"KAFKA:msg\"} 5\n"));
     assert_non_null (strstr (text, "msgx_events_sent_total{target=\"KAFKA:schd\"} 0\n"));
+    //  Exactly-once delivery's figures, at 0 before any look.
+    assert_non_null (strstr (text, "msgx_delivery_inspected_total{target=\"KAFKA:msg\"} 0\n"));
+    assert_non_null (strstr (text, "msgx_delivery_inspections_total{target=\"KAFKA:schd\",result=\"failed\"} 0\n"));
+    assert_non_null (strstr (text, "msgx_delivery_inspection_seconds_count{target=\"KAFKA:msg\"} 0\n"));
     assert_non_null (strstr (text, "msgx_messages_total{type=\"FLOP\",state=\"SUCCEEDED\"} 2\n"));
     assert_non_null (strstr (text, "msgx_batch_size_bucket{le=\"5\"} 0\n"));
     assert_non_null (strstr (text, "msgx_batch_size_bucket{le=\"10\"} 1\n"));
