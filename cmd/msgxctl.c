@@ -106,7 +106,8 @@ static const s_verb_t s_verbs [] = {
       "  --dry-run      list what would move; move nothing\n"
       "  --yes          act (without it the daemon refuses and says so)\n"
       "  --json         the daemon's reply as JSON\n"
-      "KAFKA:schd sends the newest state of each flight, carrying its older dead states.\n", true },
+      "KAFKA:schd and KAFKA:ref send the newest state of each flight or entry,\n"
+      "carrying its older dead states.\n", true },
     { MX_ADMIN_CUTOVER, "cutover", "cutover min|zero|max|ID [--dry-run] [--yes] [--json]",
       "seed the watermark W on a fresh instance",
       "  min            below the lowest mailbox ID: process everything in the mailbox\n"

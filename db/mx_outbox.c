@@ -15,6 +15,10 @@
 //  ms (-1 for NULL).
 #define TS(n) "to_timestamp ($" #n "::bigint / 1000.0)"
 #define MS(col) "coalesce ((extract (epoch FROM " col ") * 1000)::bigint, -1)"
+//  Targets whose topic is log-compacted: only a key's newest state may be
+//  the last one sent, so a replay goes by key (a flight's FLID, a reference
+//  entry's LIST:KEY) and never sends a state older than one already out.
+#define S_COMPACTED_TARGETS "'" MX_OUTBOX_TARGET_SCHD "', '" MX_OUTBOX_TARGET_REF "'"
 
 //  TYPE/STYP of the message that made an event; the row may have been
 //  archived since.
@@ -392,30 +396,35 @@ mx_outbox_replay_candidates (PGconn *conn, const int64_t *ids, size_t count, boo
     //  run says exactly what would and would not move.
     int rc = mx_pg_exec (conn,
         "WITH asked AS (SELECT DISTINCT unnest ($1::bigint[]) AS event_id),"
-        " dead_schd AS (SELECT event_id, flid FROM msg_event"
-        "  WHERE target = '" MX_OUTBOX_TARGET_SCHD "' AND state = 'DEAD'),"
-        " newest AS (SELECT DISTINCT ON (flid) flid, event_id, state FROM msg_event"
-        "  WHERE target = '" MX_OUTBOX_TARGET_SCHD "' AND flid IN (SELECT flid FROM dead_schd"
+        " dead_keyed AS (SELECT event_id, target, flid, partition_key FROM msg_event"
+        "  WHERE target IN (" S_COMPACTED_TARGETS ") AND state = 'DEAD'),"
+        " newest AS (SELECT DISTINCT ON (target, flid, partition_key) target, flid, partition_key, event_id, state"
+        "  FROM msg_event WHERE (target, flid, partition_key) IN (SELECT target, flid, partition_key FROM dead_keyed"
         "   WHERE $2::bool OR event_id IN (SELECT event_id FROM asked))"
-        "  ORDER BY flid, event_id DESC),"
-        " picked AS (SELECT e.*, n.event_id AS newest_id, n.state AS newest_state FROM msg_event e"
-        "  LEFT JOIN newest n ON e.target = '" MX_OUTBOX_TARGET_SCHD "' AND n.flid = e.flid"
+        "  ORDER BY target, flid, partition_key, event_id DESC),"
+        " picked AS (SELECT e.*, n.event_id AS newest_id, n.state AS newest_state,"
+        "  CASE WHEN e.target = '" MX_OUTBOX_TARGET_SCHD "' THEN 'FLID ' || e.flid ELSE 'key ' || e.partition_key END"
+        "   AS subject,"
+        "  CASE WHEN e.target = '" MX_OUTBOX_TARGET_SCHD "' THEN 'flight' ELSE 'entry' END AS noun"
+        "  FROM msg_event e"
+        "  LEFT JOIN newest n ON n.target = e.target AND n.flid = e.flid AND n.partition_key = e.partition_key"
         "  WHERE e.event_id IN (SELECT event_id FROM asked)"
-        "  OR ($2::bool AND e.state = 'DEAD' AND (e.target <> '" MX_OUTBOX_TARGET_SCHD "'"
+        "  OR ($2::bool AND e.state = 'DEAD' AND (e.target NOT IN (" S_COMPACTED_TARGETS ")"
         "      OR e.event_id = n.event_id OR (n.state <> 'DEAD' AND e.merged_into IS NULL))))"
         " SELECT coalesce (json_agg (item ORDER BY (item->>'event_id')::bigint), '[]')::text FROM ("
         "  SELECT json_build_object ('event_id', p.event_id, 'target', p.target, 'flid', p.flid,"
         "   'state_version', p.state_version, 'event_type', p.event_type, 'msg_id', p.msg_id, 'state', p.state,"
         "   'attempts', p.attempts, 'last_error', p.last_error,"
         "   'carries', CASE WHEN p.state = 'DEAD' AND p.event_id = p.newest_id"
-        "    THEN (SELECT count(*) FROM dead_schd d WHERE d.flid = p.flid AND d.event_id < p.event_id) ELSE 0 END,"
+        "    THEN (SELECT count(*) FROM dead_keyed d WHERE d.target = p.target AND d.flid = p.flid"
+        "     AND d.partition_key = p.partition_key AND d.event_id < p.event_id) ELSE 0 END,"
         "   'refused', CASE WHEN p.state <> 'DEAD' THEN 'not DEAD: state ' || p.state"
         "    WHEN p.newest_id <> p.event_id AND p.newest_state = 'DEAD'"
-        "     THEN 'goes with event ' || p.newest_id || ', the newest state of FLID ' || p.flid"
+        "     THEN 'goes with event ' || p.newest_id || ', the newest state of ' || p.subject"
         "      || ': replay that one'"
         "    WHEN p.newest_id <> p.event_id"
-        "     THEN 'superseded by event ' || p.newest_id || ' (' || p.newest_state || '), a later state of FLID '"
-        "      || p.flid || ': sending this one would move the flight back' END) AS item"
+        "     THEN 'superseded by event ' || p.newest_id || ' (' || p.newest_state || '), a later state of '"
+        "      || p.subject || ': sending this one would move the ' || p.noun || ' back' END) AS item"
         "  FROM picked p"
         "  UNION ALL"
         "  SELECT json_build_object ('event_id', a.event_id, 'refused', 'no such event') FROM asked a"
@@ -441,18 +450,19 @@ mx_outbox_replay (PGconn *conn, const int64_t *ids, size_t count, const char *os
     const char *params [] = { id_array };
     PGresult *res = NULL;
     //  The head is locked and checked again (still DEAD, still the newest
-    //  state of its FLID) in the statement that re-arms it.
+    //  state of its key) in the statement that re-arms it.
     int rc = mx_pg_exec (conn,
-        "WITH heads AS (SELECT h.event_id, h.target, h.flid FROM msg_event h"
+        "WITH heads AS (SELECT h.event_id, h.target, h.flid, h.partition_key FROM msg_event h"
         "  WHERE h.event_id = ANY ($1::bigint[]) AND h.state = 'DEAD'"
-        "  AND NOT EXISTS (SELECT 1 FROM msg_event n WHERE h.target = '" MX_OUTBOX_TARGET_SCHD "'"
-        "   AND n.target = '" MX_OUTBOX_TARGET_SCHD "' AND n.flid = h.flid AND n.event_id > h.event_id)"
+        "  AND NOT EXISTS (SELECT 1 FROM msg_event n WHERE h.target IN (" S_COMPACTED_TARGETS ")"
+        "   AND n.target = h.target AND n.flid = h.flid AND n.partition_key = h.partition_key"
+        "   AND n.event_id > h.event_id)"
         "  FOR UPDATE OF h),"
         " rearmed AS (UPDATE msg_event e SET state = 'PENDING', attempts = 0, next_attempt_at = NULL,"
         "  merged_into = NULL, last_error = 'replayed, was: ' || coalesce (e.last_error, '-')"
         "  FROM heads h WHERE e.state = 'DEAD' AND (e.event_id = h.event_id"
-        "   OR (h.target = '" MX_OUTBOX_TARGET_SCHD "' AND e.target = '" MX_OUTBOX_TARGET_SCHD "'"
-        "       AND e.flid = h.flid AND e.event_id < h.event_id))"
+        "   OR (h.target IN (" S_COMPACTED_TARGETS ") AND e.target = h.target"
+        "       AND e.flid = h.flid AND e.partition_key = h.partition_key AND e.event_id < h.event_id))"
         "  RETURNING e.event_id)"
         " SELECT json_build_object ('event_ids', coalesce (json_agg (event_id ORDER BY event_id), '[]'))::text,"
         "  count(*) FROM rearmed",

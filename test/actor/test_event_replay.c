@@ -547,6 +547,75 @@ test_events_that_cannot_go_are_refused (void **state)
     s_expect (fx, "SENT", "SELECT state FROM msg_event WHERE event_id = %" PRId64, later);
 }
 
+//  A reference entry's topic is compacted too: a replay goes by its key
+//  (LIST:KEY), never sending an entry older than one already out.
+static int64_t
+s_ref_event (fixture_t *fx, const char *key, int64_t version, const char *state)
+{
+    int64_t event_id = s_event (fx, "KAFKA:ref", 0, version, state);
+    char id_text [24];
+    snprintf (id_text, sizeof id_text, "%" PRId64, event_id);
+    const char *params [] = { key, id_text };
+    PGresult *res = PQexecParams (fx->conn, "UPDATE msg_event SET partition_key = $1 WHERE event_id = $2::bigint",
+                                  2, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus (res) != PGRES_COMMAND_OK)
+        fail_msg ("update event: %s", PQerrorMessage (fx->conn));
+    PQclear (res);
+    return event_id;
+}
+
+static void
+test_reference_entries_replay_by_key (void **state)
+{
+    fixture_t *fx = *state;
+    int64_t stale = s_ref_event (fx, "AIRL:CA", 1, "DEAD");
+    s_ref_event (fx, "AIRL:CA", 2, "SENT");
+    int64_t older = s_ref_event (fx, "AIRL:MU", 1, "DEAD");
+    int64_t newest = s_ref_event (fx, "AIRL:MU", 2, "DEAD");
+    int64_t alone = s_ref_event (fx, "AIRL:FM", 1, "DEAD");
+    s_instance_start (fx, 0);
+
+    struct {
+        int64_t id;
+        const char *reason;
+    } cases [] = {
+        { stale, "a later state of key AIRL:CA: sending this one would move the entry back" },
+        { older, "the newest state of key AIRL:MU: replay that one" },
+    };
+    char *out = NULL, *err = NULL;
+    for (size_t i = 0; i < sizeof cases / sizeof cases [0]; i++) {
+        char ids [24];
+        snprintf (ids, sizeof ids, "%" PRId64, cases [i].id);
+        const char *words [] = { "replay", "--events", "--ids", ids, "--yes", NULL };
+        assert_int_equal (s_ctl (fx, 0, &out, &err, words), 1);
+        if (!strstr (err, cases [i].reason))
+            fail_msg ("--ids %s: '%s' does not say '%s'", ids, err, cases [i].reason);
+        free (out);
+        free (err);
+    }
+
+    //  --all would send AIRL:MU's newest (carrying its older state) and
+    //  AIRL:FM, and leaves AIRL:CA's stale entry where it is.
+    const char *all [] = { "--json", "replay", "--events", "--all", "--dry-run", NULL };
+    assert_int_equal (s_ctl (fx, 0, &out, &err, all), 0);
+    json_t *reply = json_loads (out, 0, NULL);
+    assert_non_null (reply);
+    json_t *rows = json_object_get (reply, "rows");
+    assert_int_equal (json_array_size (rows), 3);
+    json_t *first = json_array_get (rows, 0), *second = json_array_get (rows, 1), *third = json_array_get (rows, 2);
+    assert_int_equal (json_integer_value (json_object_get (first, "event_id")), stale);
+    assert_non_null (strstr (json_string_value (json_object_get (first, "refused")), "superseded by event"));
+    assert_int_equal (json_integer_value (json_object_get (second, "event_id")), newest);
+    assert_true (json_is_null (json_object_get (second, "refused")));
+    assert_int_equal (json_integer_value (json_object_get (second, "carries")), 1);
+    assert_int_equal (json_integer_value (json_object_get (third, "event_id")), alone);
+    assert_true (json_is_null (json_object_get (third, "refused")));
+    json_decref (reply);
+    free (out);
+    free (err);
+    s_expect (fx, "DEAD", "SELECT state FROM msg_event WHERE event_id = %" PRId64, newest);
+}
+
 //  Only the active instance replays.
 static void
 test_a_standby_refuses (void **state)
@@ -585,6 +654,7 @@ main (void)
     const struct CMUnitTest tests [] = {
         cmocka_unit_test_setup_teardown (test_dead_events_after_an_outage_are_delivered_again, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_events_that_cannot_go_are_refused, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_reference_entries_replay_by_key, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_a_standby_refuses, s_setup, s_teardown),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
