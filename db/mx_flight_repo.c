@@ -98,6 +98,7 @@ s_error (char **error, const char *fmt, ...)
 typedef struct {
     char *load;                             //  $1 flids, then kinds
     char *load_lock;                        //  the same, FOR UPDATE OF flight_schd
+    char *load_page;                        //  the same columns, each set read once
     int load_params;
     int load_kind_param [MX_SET_COUNT];     //  $n of the set's kind, 0 = none
     char *insert;                           //  flight_schd, S_INS_* parameters
@@ -182,48 +183,86 @@ s_stream_close (FILE *out, char **text)
     return *text;
 }
 
+//  How the load reads the sets. S_LOAD_EACH and S_LOAD_LOCK: one subquery
+//  per flight and set, an index probe each, right for the few flights a
+//  processor batch loads. S_LOAD_PAGE: each set table read once for all
+//  the flights asked, grouped by flight, for the pages of GET /all/flights
+//  (see docs/performance.md). Both give the same columns in the same order.
+typedef enum { S_LOAD_EACH, S_LOAD_LOCK, S_LOAD_PAGE } s_load_mode_t;
+
+//  A set's rows of one flight as a JSON array of [key, value...], by key.
+static void
+s_put_set_agg (FILE *out, const mx_set_info_t *info)
+{
+    fputs ("json_agg (json_build_array (s.", out);
+    s_put_column (out, s_set_key (info));
+    for (size_t f = 0; f < info->field_count; f++) {
+        fputs (", ", out);
+        s_put_read (out, "s.", info->field_codes [f], info->field_types [f]);
+    }
+    fputs (") ORDER BY s.", out);
+    s_put_column (out, s_set_key (info));
+    fprintf (out, ") FROM %s AS s WHERE ", info->table);
+}
+
 static char *
-s_build_load (bool lock)
+s_build_load (s_load_mode_t mode)
 {
     char *text = NULL;
     size_t size = 0;
     FILE *out = open_memstream (&text, &size);
     assert (out);
+    if (mode == S_LOAD_PAGE)
+        fputs ("WITH w AS MATERIALIZED (SELECT DISTINCT unnest ($1::bigint[]) AS wanted) ", out);
     fputs ("SELECT flight_schd.flid::text", out);
     for (int k = 0; k < MX_F_COUNT; k++) {
         const mx_scalar_info_t *info = mx_scalar_info ((mx_scalar_t) k);
         fputs (", ", out);
-        s_put_read (out, "", info->code, info->type);
+        s_put_read (out, "flight_schd.", info->code, info->type);
     }
     for (int r = 0; r < MX_RARE_COUNT; r++) {
-        fputs (", ", out);
+        fputs (", flight_schd.", out);
         s_put_column (out, mx_rare_code ((mx_rare_t) r));
         fputs ("::text", out);
     }
-    fputs (", extra::text, operation_day - DATE '1970-01-01', state_version,"
-           " coalesce (last_msg_id, 0), lifecycle,"
-           " coalesce (((extract (epoch FROM deleted_at) * 1000)::bigint), -1)", out);
+    fputs (", flight_schd.extra::text, flight_schd.operation_day - DATE '1970-01-01',"
+           " flight_schd.state_version, coalesce (flight_schd.last_msg_id, 0), flight_schd.lifecycle,"
+           " coalesce (((extract (epoch FROM flight_schd.deleted_at) * 1000)::bigint), -1)", out);
     for (int k = 0; k < MX_SET_COUNT; k++) {
-        const mx_set_info_t *info = mx_set_info ((mx_set_kind_t) k);
-        fputs (", (SELECT json_agg (json_build_array (s.", out);
-        s_put_column (out, s_set_key (info));
-        for (size_t f = 0; f < info->field_count; f++) {
-            fputs (", ", out);
-            s_put_read (out, "s.", info->field_codes [f], info->field_types [f]);
+        if (mode == S_LOAD_PAGE) {
+            fprintf (out, ", set%d.rows", k);
+            continue;
         }
-        fputs (") ORDER BY s.", out);
-        s_put_column (out, s_set_key (info));
-        fprintf (out, ") FROM %s AS s WHERE s.flid = flight_schd.flid", info->table);
+        fputs (", (SELECT ", out);
+        s_put_set_agg (out, mx_set_info ((mx_set_kind_t) k));
+        fputs ("s.flid = flight_schd.flid", out);
         if (s_sql.load_kind_param [k])
             fprintf (out, " AND s.kind = $%d", s_sql.load_kind_param [k]);
         fputs (")", out);
+    }
+    if (mode == S_LOAD_PAGE) {
+        //  Each set table read once for the flights asked and aggregated
+        //  by flight, instead of a subquery run per flight and set. A join
+        //  with the list, not "= ANY ($1)": a generic plan may scan the
+        //  table and compare every row with every element of the array.
+        fputs (" FROM w JOIN flight_schd ON flight_schd.flid = w.wanted", out);
+        for (int k = 0; k < MX_SET_COUNT; k++) {
+            fputs (" LEFT JOIN (SELECT s.flid, ", out);
+            s_put_set_agg (out, mx_set_info ((mx_set_kind_t) k));
+            fputs ("s.flid IN (SELECT wanted FROM w)", out);
+            if (s_sql.load_kind_param [k])
+                fprintf (out, " AND s.kind = $%d", s_sql.load_kind_param [k]);
+            fprintf (out, " GROUP BY s.flid) AS set%d (flid, rows) ON set%d.flid = flight_schd.flid", k, k);
+        }
+        fputs (" ORDER BY flight_schd.flid", out);
+        return s_stream_close (out, &text);
     }
     //  One index probe per flight (a plan on ANY may scan the whole table),
     //  locked in flid order, so two lockers of overlapping sets cannot
     //  deadlock; the rows come out in that order.
     fprintf (out, " FROM (SELECT DISTINCT unnest ($1::bigint[]) AS wanted ORDER BY 1) AS w"
                   " CROSS JOIN LATERAL (SELECT * FROM flight_schd AS f WHERE f.flid = w.wanted LIMIT 1%s)"
-                  " AS flight_schd ORDER BY w.wanted", lock ? " FOR UPDATE" : "");
+                  " AS flight_schd ORDER BY w.wanted", mode == S_LOAD_LOCK ? " FOR UPDATE" : "");
     return s_stream_close (out, &text);
 }
 
@@ -312,8 +351,9 @@ s_sql_build (void)
         s_sql.set_delete [k] = s_build_set_delete ((mx_set_kind_t) k);
         s_sql.set_insert [k] = s_build_set_insert ((mx_set_kind_t) k);
     }
-    s_sql.load = s_build_load (false);
-    s_sql.load_lock = s_build_load (true);
+    s_sql.load = s_build_load (S_LOAD_EACH);
+    s_sql.load_lock = s_build_load (S_LOAD_LOCK);
+    s_sql.load_page = s_build_load (S_LOAD_PAGE);
     s_sql.insert = s_build_insert ();
 }
 
@@ -788,6 +828,32 @@ s_exec_named (PGconn *conn, const char *sql, int nparams, const char *const *val
     return rc;
 }
 
+//  Flights per statement of mx_flight_repo_load_each. The page statement
+//  builds a chunk's sets before its first row, so a page goes as a
+//  pipeline of chunks: the server reads the next chunk while the caller
+//  works on the rows of this one (see docs/performance.md).
+#define S_EACH_CHUNK 50
+
+static int
+s_int64_compare (const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
+    return (x > y) - (x < y);
+}
+
+//  The rows of one chunk's result to each; -1 with *error on a bad row.
+static int
+s_each_rows (PGresult *res, mx_flight_repo_each_fn *each, void *arg, char **error)
+{
+    for (int row = 0; row < PQntuples (res); row++) {
+        mx_flight_t *flight = s_flight_read (res, row, mx_pg_get_int64 (res, row, S_COL_FLID), error);
+        if (!flight)
+            return -1;
+        each (flight, arg);
+    }
+    return 0;
+}
+
 int
 mx_flight_repo_load_each (PGconn *conn, const int64_t *flids, size_t count,
                           mx_flight_repo_each_fn *each, void *arg, char **error)
@@ -797,49 +863,75 @@ mx_flight_repo_load_each (PGconn *conn, const int64_t *flids, size_t count,
         return 0;
     pthread_once (&s_sql_once, s_sql_build);
     s_named_t *named = s_named_for (conn);
-    const char *name = (const char *) zhashx_lookup (named->names, s_sql.load);
+    const char *name = (const char *) zhashx_lookup (named->names, s_sql.load_page);
     if (!name && zhashx_size (named->names) < S_NAMED_MAX) {
         char *fresh = zsys_sprintf ("mxf%zu", named->next++);
-        PGresult *prepared = PQprepare (conn, fresh, s_sql.load, s_sql.load_params, NULL);
-        int rc = mx_pg_check (conn, prepared, s_sql.load, error);
+        PGresult *prepared = PQprepare (conn, fresh, s_sql.load_page, s_sql.load_params, NULL);
+        int rc = mx_pg_check (conn, prepared, s_sql.load_page, error);
         PQclear (prepared);
         if (rc) {
             free (fresh);
             return -1;
         }
-        zhashx_insert (named->names, s_sql.load, fresh);
+        zhashx_insert (named->names, s_sql.load_page, fresh);
         name = fresh;
     }
-    char *array = s_bigint_array (flids, count);
-    const char *values [1 + MX_SET_COUNT] = { array };
+    //  Chunks in flid order make the rows come out in flid order.
+    int64_t *sorted = (int64_t *) malloc (count * sizeof *sorted);
+    if (!sorted) {
+        s_error (error, "out of memory");
+        return -1;
+    }
+    memcpy (sorted, flids, count * sizeof *sorted);
+    qsort (sorted, count, sizeof *sorted, s_int64_compare);
+    if (PQenterPipelineMode (conn) != 1) {
+        s_error (error, "cannot enter pipeline mode: %s", PQerrorMessage (conn));
+        free (sorted);
+        return -1;
+    }
+    const char *values [1 + MX_SET_COUNT] = { NULL };
     for (int k = 0; k < MX_SET_COUNT; k++)
         if (s_sql.load_kind_param [k])
             values [s_sql.load_kind_param [k] - 1] = mx_set_info ((mx_set_kind_t) k)->element;
-    int sent = name ? PQsendQueryPrepared (conn, name, s_sql.load_params, values, NULL, NULL, 0)
-                    : PQsendQueryParams (conn, s_sql.load, s_sql.load_params, NULL, values, NULL, NULL, 0);
-    free (array);
-    if (!sent || !PQsetSingleRowMode (conn)) {
-        s_error (error, "cannot send the flight load: %s", PQerrorMessage (conn));
-        PGresult *res;
-        while (sent && (res = PQgetResult (conn)) != NULL)
-            PQclear (res);
-        return -1;
-    }
     int rc = 0;
-    PGresult *res;
-    while ((res = PQgetResult (conn)) != NULL) {
-        if (rc == 0 && PQresultStatus (res) == PGRES_SINGLE_TUPLE) {
-            mx_flight_t *flight = s_flight_read (res, 0, mx_pg_get_int64 (res, 0, S_COL_FLID), error);
-            if (flight)
-                each (flight, arg);
-            else
-                rc = -1;
+    size_t chunks = 0;
+    for (size_t first = 0; first < count && rc == 0; first += S_EACH_CHUNK) {
+        char *array = s_bigint_array (sorted + first, count - first < S_EACH_CHUNK ? count - first : S_EACH_CHUNK);
+        values [0] = array;
+        int sent = name ? PQsendQueryPrepared (conn, name, s_sql.load_params, values, NULL, NULL, 0)
+                        : PQsendQueryParams (conn, s_sql.load_page, s_sql.load_params, NULL, values, NULL, NULL, 0);
+        free (array);
+        if (sent)
+            chunks++;
+        else {
+            s_error (error, "cannot send the flight load: %s", PQerrorMessage (conn));
+            rc = -1;
         }
+    }
+    free (sorted);
+    if (PQpipelineSync (conn) != 1 && rc == 0) {
+        s_error (error, "cannot send the flight load: %s", PQerrorMessage (conn));
+        rc = -1;
+    }
+    //  Each chunk's result, then the NULL that ends it; after a failure the
+    //  rest are read and dropped (PIPELINE_ABORTED) up to the Sync.
+    for (size_t chunk = 0; chunk < chunks; chunk++) {
+        PGresult *res = PQgetResult (conn);
+        if (!res) {
+            if (rc == 0)
+                s_error (error, "lost the result of the flight load: %s", PQerrorMessage (conn));
+            rc = -1;
+            break;
+        }
+        if (rc == 0 && mx_pg_check (conn, res, s_sql.load_page, error) == 0)
+            rc = s_each_rows (res, each, arg, error);
         else
-        if (rc == 0 && mx_pg_check (conn, res, s_sql.load, error))
             rc = -1;
         PQclear (res);
+        while ((res = PQgetResult (conn)) != NULL)
+            PQclear (res);
     }
+    s_pipeline_end (conn, &rc, error);
     return rc;
 }
 

@@ -22,8 +22,8 @@ int mx_flight_repo_load (PGconn *conn, const int64_t *flids, size_t count, bool 
 
 //  Read the full state of the given flights (no lock), as mx_flight_repo_load
 //  does, and hand each to each (which takes it) as its row arrives, in flid
-//  order: the caller works on one while the server still reads the next
-//  (single-row mode). A flid that does not exist is skipped. Returns 0, or
+//  order: the caller works on the rows of one chunk of flights while the
+//  server still reads the next (the chunks go in one pipeline). A flid that does not exist is skipped. Returns 0, or
 //  -1 with *error (each may have had some flights by then).
 typedef void (mx_flight_repo_each_fn) (mx_flight_t *flight, void *arg);
 int mx_flight_repo_load_each (PGconn *conn, const int64_t *flids, size_t count,

@@ -412,6 +412,52 @@ test_round_trip (void **state)
     mx_flight_destroy (&small);
 }
 
+//  More flights than one statement of mx_flight_repo_load_each reads: the
+//  chunks go in one pipeline and the flights come back whole, in flid
+//  order whatever the order asked, missing and repeated flids skipped.
+static void
+test_load_each_chunks (void **state)
+{
+    fixture_t *self = (fixture_t *) *state;
+    enum { S_FLIGHTS = 130 };
+    mx_flight_t *saved [S_FLIGHTS];
+    s_begin (self->conn);
+    for (int i = 0; i < S_FLIGHTS; i++) {
+        saved [i] = i % 3 ? s_small_flight (1000 + i) : s_full_flight (1000 + i);
+        s_save (self->conn, NULL, saved [i]);
+    }
+    s_commit (self->conn);
+    //  Descending, with a missing flid in the middle and a repeated one.
+    int64_t asked [S_FLIGHTS + 2];
+    size_t count = 0;
+    for (int i = S_FLIGHTS - 1; i >= 0; i--) {
+        asked [count++] = 1000 + i;
+        if (i == 70)
+            asked [count++] = 999999;
+    }
+    asked [count++] = 1005;
+    char *error = NULL;
+    zlist_t *each = zlist_new ();
+    for (int twice = 0; twice < 2; twice++) {       //  prepared, then by name
+        s_trace_t trace;
+        s_trace_start (self->conn, &trace);
+        if (mx_flight_repo_load_each (self->conn, asked, count, s_collect, each, &error))
+            fail_msg ("load each: %s", error);
+        s_trace_stop (self->conn, &trace);
+        assert_true (trace.statements >= 3);        //  several chunks...
+        assert_int_equal (trace.round_trips, twice ? 1 : 2);    //  ...in one pipeline
+        assert_int_equal (zlist_size (each), S_FLIGHTS);
+        for (int i = 0; i < S_FLIGHTS; i++) {
+            mx_flight_t *loaded = (mx_flight_t *) zlist_pop (each);
+            s_assert_same (saved [i], loaded);
+            mx_flight_destroy (&loaded);
+        }
+    }
+    zlist_destroy (&each);
+    for (int i = 0; i < S_FLIGHTS; i++)
+        mx_flight_destroy (&saved [i]);
+}
+
 static void
 test_load_missing (void **state)
 {
@@ -1065,6 +1111,7 @@ main (void)
         cmocka_unit_test_setup_teardown (test_abop_is_text, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_round_trip, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_load_missing, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_load_each_chunks, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_update_touches_changed_columns, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_set_replacement, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_lock, s_setup, s_teardown),
