@@ -673,18 +673,6 @@ s_log_level (s_control_t *self, zframe_t **identity, json_t *args)
     s_admin_reply_json (self, identity, after);
 }
 
-//  A request marks the connection it came over. The monitor's events for
-//  earlier connections (a closed one whose fd this one reuses) were queued
-//  by the I/O thread before this request: take them first, or the closed
-//  one's entry would be marked and this one later counted as dropped.
-static void
-s_admin_peer_spoke (s_control_t *self, int fd)
-{
-    while (self->admin_monitor && (zsock_events (self->admin_monitor) & ZMQ_POLLIN))
-        s_admin_monitor_event (self);
-    s_admin_peer_entry (self, fd)->spoke = true;
-}
-
 //  Who sent a request, as the kernel knows it: on ipc the uid and pid of
 //  the peer process (SO_PEERCRED of the connection it came over), on tcp
 //  the peer's address (loopback: mx_config_validate).
@@ -694,7 +682,7 @@ s_admin_peer (s_control_t *self, zmq_msg_t *part)
     if (!self->admin_ipc) {
         int fd = zmq_msg_get (part, ZMQ_SRCFD);
         if (fd >= 0)
-            s_admin_peer_spoke (self, fd);
+            s_admin_peer_entry (self, fd)->spoke = true;
         //  With CURVE, zauth accepted the client by its public key.
         const char *address = zmq_msg_gets (part, "Peer-Address");
         const char *key = zmq_msg_gets (part, "User-Id");
@@ -706,7 +694,7 @@ s_admin_peer (s_control_t *self, zmq_msg_t *part)
     struct ucred cred;
     socklen_t size = sizeof cred;
     if (fd >= 0)
-        s_admin_peer_spoke (self, fd);
+        s_admin_peer_entry (self, fd)->spoke = true;
     if (fd < 0 || getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &size) != 0)
         return strdup ("uid unknown");
     char buffer [1024];
