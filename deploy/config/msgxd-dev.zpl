@@ -92,13 +92,22 @@ msgx
         #   This sample: start processing at once.
         autostart = true
 
-        #   mailbox poll period (polls again at once while a batch was full).
+        #   mailbox poll period when idle (polls again at once while a batch was
+        #   full).
         #   Duration (500ms, 30s, 10m, 2h, 30d); default 1s; environment
         #   MSGX_PIPELINE_POLL_INTERVAL.
         #   Lower (e.g. 200ms) when latency matters and the mailbox server has
         #   headroom; raise to spare it. A full batch polls again at once, so it
         #   does not limit catch-up speed.
         poll-interval = 1s
+
+        #   mailbox poll period while rows keep arriving (at most
+        #   poll-interval); doubles after each poll that admits nothing, up to
+        #   poll-interval.
+        #   Duration (500ms, 30s, 10m, 2h, 30d); default 10ms; environment
+        #   MSGX_PIPELINE_POLL_FAST.
+        #   (no operating advice recorded for this key)
+        poll-fast = 10ms
 
         #   mailbox rows read per poll.
         #   Integer; default 50; environment MSGX_PIPELINE_CLAIM_BATCH.
