@@ -86,7 +86,8 @@ bool mx_delivery_check (mx_delivery_t *self);
 
 //  Registers every metric of a target, at 0 (msgx_events_sent_total,
 //  msgx_events_failed_total, msgx_delivery_inspected_total,
-//  msgx_delivery_inspections_total, msgx_delivery_inspection_seconds).
+//  msgx_delivery_inspections_total, msgx_delivery_inspection_seconds,
+//  msgx_delivery_latency_seconds: ingress record -> acknowledgement).
 void mx_delivery_register_metrics (const char *target);
 
 //  Its metrics, per target (KAFKA:msg, KAFKA:schd).
