@@ -42,6 +42,7 @@ struct mx_delivery_t {
     size_t sent;                //  events handed to the producer (a prefix)
     size_t reported;
     int64_t deadline;
+    size_t full;                //  a batch this large means a backlog
 };
 
 static mx_metrics_counter_t *
@@ -108,6 +109,7 @@ mx_delivery_new (const mx_config_t *config, mx_clock_t *clock, const char *actor
     *self = (mx_delivery_t) {
         .config = config, .clock = clock, .actor = actor, .target = target, .topic = topic, .what = what,
         .settle = settle, .mark = mark, .owner = owner, .deadline = INT64_MAX,
+        .full = (size_t) config->pipeline_delivery_batch,
         .exactly_once = mx_config_exactly_once (config),
         .inspected = s_inspected (target),
         .inspections_ok = s_inspections (target, "ok"),
@@ -397,8 +399,20 @@ mx_delivery_send (mx_delivery_t *self, mx_outbox_batch_t *batch)
     }
     self->deadline = now + self->config->kafka_delivery_timeout + self->config->kafka_linger_ms
                    + S_REPORT_GRACE_MS;
-    if (self->sent == 0)
+    if (self->sent == 0) {
         s_settle (self);
+        return;
+    }
+    //  Linger is for a backlog: records that come together go in one
+    //  request. A batch that is not full is all there is: it goes now.
+    if (self->sent < self->full)
+        mx_producer_hurry (self->producer);
+}
+
+void
+mx_delivery_set_full (mx_delivery_t *self, size_t full)
+{
+    self->full = full;
 }
 
 int
