@@ -41,6 +41,30 @@ typedef struct {
     mx_metrics_counter_t *failed_total;
 } s_dispatcher_t;
 
+//  The session, (re)connected when needed. Its commits do not wait for
+//  the WAL flush (synchronous_commit = off): what it commits is SENT
+//  marks and failed attempts, each of which a crash may lose at no cost
+//  but a look or a send: with exactly-once the next producer finds the
+//  events on the topic and marks them (docs/architecture.md), with
+//  at-least-once they go once more, which that mode allows. The wait
+//  for the disk would otherwise sit between every acknowledgement and
+//  the next batch. A replay of dead events (an operator's request) is
+//  committed durably (s_replay_events).
+static int
+s_pg (s_dispatcher_t *self)
+{
+    bool connected = self->pg && PQstatus (self->pg) == CONNECTION_OK;
+    if (mx_actor_pg (&self->pg, self->config, ACTOR, &self->problem))
+        return -1;
+    char *error = NULL;
+    if (!connected && mx_pg_exec (self->pg, "SET synchronous_commit = off", 0, NULL, NULL, &error)) {
+        mx_problem_report (&self->problem, "cannot set up the PostgreSQL session", error);
+        mx_pg_disconnect (&self->pg);
+        return -1;
+    }
+    return 0;
+}
+
 //  Every report is in (or nothing could be sent): mark the acknowledged
 //  prefix, record the first failure, decide when to look again.
 static void
@@ -126,7 +150,7 @@ static void
 s_round (s_dispatcher_t *self)
 {
     int64_t now = mx_clock_now (self->clock);
-    if (mx_actor_pg (&self->pg, self->config, ACTOR, &self->problem)
+    if (s_pg (self)
     ||  mx_delivery_ready (self->delivery, self->pg, &self->problem)) {
         self->next_round = now + self->config->pipeline_poll_interval;
         return;
@@ -208,7 +232,7 @@ s_replay_events (s_dispatcher_t *self, json_t *args, bool *ok)
         free (ids);
         return strdup ("replay --events sends dead events again: add --yes to act, or --dry-run to look first");
     }
-    if (mx_actor_pg (&self->pg, self->config, ACTOR, &self->problem)) {
+    if (s_pg (self)) {
         free (ids);
         return strdup ("PostgreSQL unreachable");
     }
@@ -243,7 +267,17 @@ s_replay_events (s_dispatcher_t *self, json_t *args, bool *ok)
         json_array_foreach (rows, index, row)
             if (!json_string_value (json_object_get (row, "refused")))
                 go [heads++] = json_integer_value (json_object_get (row, "event_id"));
-        int rc = mx_outbox_replay (self->pg, go, heads, user, mx_clock_now (self->clock), &moved, &error);
+        //  The operator is told it is done: durable before the reply.
+        int rc = mx_pg_exec (self->pg, "SET synchronous_commit = on", 0, NULL, NULL, &error);
+        if (rc == 0)
+            rc = mx_outbox_replay (self->pg, go, heads, user, mx_clock_now (self->clock), &moved, &error);
+        char *reset_error = NULL;
+        if (mx_pg_exec (self->pg, "SET synchronous_commit = off", 0, NULL, NULL, &reset_error)) {
+            //  A new session sets it up again.
+            mx_warn (ACTOR, "cannot reset synchronous_commit: %s; reconnecting", reset_error);
+            free (reset_error);
+            mx_pg_disconnect (&self->pg);
+        }
         free (go);
         if (rc) {
             json_decref (rows);
