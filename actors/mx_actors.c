@@ -51,6 +51,7 @@ mx_actors_register_metrics (void)
     //  can tell which build each instance runs.
     mx_metrics_gauge_set (mx_metrics_gauge ("msgx_build_info", "Version and git commit of this msgxd",
                                             "version=" MX_VERSION ",commit=" MX_COMMIT), 1);
+    mx_ingress_polls ();
     mx_ingress_hole_aged_out ();
     mx_ingress_late_arrival ();
     for (int failure = MX_MAILBOX_FAILURE_CONNECT; failure < MX_MAILBOX_FAILURE_COUNT; failure++)

@@ -237,6 +237,7 @@ mx_aggregator_actor (zsock_t *pipe, void *args)
     mx_config_topic (self->config, true, self->topic);
     self->delivery = mx_delivery_new (self->config, self->clock, ACTOR, MX_OUTBOX_TARGET_SCHD, self->topic,
                                       "flush", s_settle, mx_outbox_mark_schd_sent, self);
+    mx_delivery_set_full (self->delivery, (size_t) self->config->schd_flush_limit);
 
     mx_actor_ops_t ops = { .command = s_command, .sources = s_sources, .deadline = s_deadline, .wake = s_wake };
     mx_actor_run (pipe, self->clock, &ops, self);

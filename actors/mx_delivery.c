@@ -34,6 +34,7 @@ struct mx_delivery_t {
     mx_metrics_counter_t *inspections_ok;
     mx_metrics_counter_t *inspections_failed;
     mx_metrics_histogram_t *inspect_seconds;
+    mx_metrics_histogram_t *latency;
     mx_outbox_batch_t *batch;   //  the batch out, NULL when none
     mx_delivery_slot_t *slots;
     uint64_t batch_seq;         //  in the high half of each tag: a late report of an old batch is ignored
@@ -41,6 +42,7 @@ struct mx_delivery_t {
     size_t sent;                //  events handed to the producer (a prefix)
     size_t reported;
     int64_t deadline;
+    size_t full;                //  a batch this large means a backlog
 };
 
 static mx_metrics_counter_t *
@@ -64,6 +66,20 @@ s_inspect_seconds (const char *target)
                                  bounds, sizeof bounds / sizeof bounds [0]);
 }
 
+//  Ingress record -> acknowledgement: fine buckets where the latency
+//  target lies (a few ms), coarse ones for a backlog.
+static mx_metrics_histogram_t *
+s_latency (const char *target)
+{
+    static const double bounds [] = { 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05,
+                                      0.075, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300 };
+    char labels [128];
+    snprintf (labels, sizeof labels, "target=%s", target);
+    return mx_metrics_histogram ("msgx_delivery_latency_seconds",
+                                 "From the ingress record of the message (proc_state created_at) to the Kafka"
+                                 " acknowledgement of its event", labels, bounds, sizeof bounds / sizeof bounds [0]);
+}
+
 static mx_metrics_counter_t *
 s_inspected (const char *target)
 {
@@ -81,6 +97,7 @@ mx_delivery_register_metrics (const char *target)
     s_inspections (target, "ok");
     s_inspections (target, "failed");
     s_inspect_seconds (target);
+    s_latency (target);
 }
 
 mx_delivery_t *
@@ -92,11 +109,13 @@ mx_delivery_new (const mx_config_t *config, mx_clock_t *clock, const char *actor
     *self = (mx_delivery_t) {
         .config = config, .clock = clock, .actor = actor, .target = target, .topic = topic, .what = what,
         .settle = settle, .mark = mark, .owner = owner, .deadline = INT64_MAX,
+        .full = (size_t) config->pipeline_delivery_batch,
         .exactly_once = mx_config_exactly_once (config),
         .inspected = s_inspected (target),
         .inspections_ok = s_inspections (target, "ok"),
         .inspections_failed = s_inspections (target, "failed"),
-        .inspect_seconds = s_inspect_seconds (target)
+        .inspect_seconds = s_inspect_seconds (target),
+        .latency = s_latency (target)
     };
     return self;
 }
@@ -380,8 +399,20 @@ mx_delivery_send (mx_delivery_t *self, mx_outbox_batch_t *batch)
     }
     self->deadline = now + self->config->kafka_delivery_timeout + self->config->kafka_linger_ms
                    + S_REPORT_GRACE_MS;
-    if (self->sent == 0)
+    if (self->sent == 0) {
         s_settle (self);
+        return;
+    }
+    //  Linger is for a backlog: records that come together go in one
+    //  request. A batch that is not full is all there is: it goes now.
+    if (self->sent < self->full)
+        mx_producer_hurry (self->producer);
+}
+
+void
+mx_delivery_set_full (mx_delivery_t *self, size_t full)
+{
+    self->full = full;
 }
 
 int
@@ -402,6 +433,11 @@ s_on_report (const mx_producer_report_t *report, void *arg)
     if (slot->state != MX_SLOT_WAITING)
         return;
     slot->state = report->acked ? MX_SLOT_ACKED : MX_SLOT_FAILED;
+    int64_t recorded_at = self->batch->events [index].recorded_at;
+    if (report->acked && recorded_at > 0) {
+        int64_t waited = mx_clock_now (self->clock) - recorded_at;
+        mx_metrics_histogram_observe (self->latency, waited > 0 ? (double) waited / 1000.0 : 0.0);
+    }
     if (!report->acked) {
         slot->reason = strdup (report->reason ? report->reason : "not acknowledged");
         slot->possibly_persisted = report->possibly_persisted;

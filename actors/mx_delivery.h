@@ -66,6 +66,12 @@ bool mx_delivery_busy (const mx_delivery_t *self);
 //  the events behind are not sent either. Settles at once when none went.
 void mx_delivery_send (mx_delivery_t *self, mx_outbox_batch_t *batch);
 
+//  The batch size that means a backlog (default msgx.pipeline.delivery-
+//  batch): a smaller batch is all there is, and is sent at once rather
+//  than after msgx.kafka.linger-ms; a full one lingers, so records that
+//  come together share requests.
+void mx_delivery_set_full (mx_delivery_t *self, size_t full);
+
 //  The producer's report descriptor, -1 when there is none.
 int mx_delivery_fd (mx_delivery_t *self);
 
@@ -86,7 +92,8 @@ bool mx_delivery_check (mx_delivery_t *self);
 
 //  Registers every metric of a target, at 0 (msgx_events_sent_total,
 //  msgx_events_failed_total, msgx_delivery_inspected_total,
-//  msgx_delivery_inspections_total, msgx_delivery_inspection_seconds).
+//  msgx_delivery_inspections_total, msgx_delivery_inspection_seconds,
+//  msgx_delivery_latency_seconds: ingress record -> acknowledgement).
 void mx_delivery_register_metrics (const char *target);
 
 //  Its metrics, per target (KAFKA:msg, KAFKA:schd).

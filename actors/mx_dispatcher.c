@@ -34,12 +34,56 @@ typedef struct {
     mx_delivery_t *delivery;    //  the producer and the batch out
     int64_t rounds;             //  full batches in this wake-up
     bool woken;                 //  EVENTS_COMMITTED while the batch was out
+    bool durable;               //  the session's synchronous_commit (s_durable)
     int64_t next_round;
     zlist_t *admin_waiting;     //  ADMIN requests (zmsg_t) held while a batch is out
     mx_problem_t problem;
     mx_metrics_counter_t *sent_total;
     mx_metrics_counter_t *failed_total;
 } s_dispatcher_t;
+
+//  Whether the session's commits wait for the WAL flush
+//  (synchronous_commit). Without a backlog they do not: the commits are
+//  SENT marks and failed attempts, and only a crash of PostgreSQL itself
+//  (not of msgxd) loses the last of them, a few hundred milliseconds'
+//  worth (3 x wal_writer_delay): with exactly-once the next producer finds
+//  those events on the topic and marks them (docs/architecture.md), with
+//  at-least-once they go once more, which that mode allows. The wait for
+//  the disk would otherwise sit between every acknowledgement and the
+//  next batch. Under a backlog (full batches) they do, so what a crash can
+//  lose stays far below what the look at the topic reads back. A replay
+//  of dead events (an operator's request) is always durable.
+static int
+s_durable (s_dispatcher_t *self, bool durable)
+{
+    if (!self->pg)
+        return -1;
+    if (self->durable == durable)
+        return 0;
+    char *error = NULL;
+    if (mx_pg_exec (self->pg, durable ? "SET synchronous_commit = on" : "SET synchronous_commit = off",
+                    0, NULL, NULL, &error)) {
+        mx_problem_report (&self->problem, "cannot set synchronous_commit", error);
+        //  A new session starts durable.
+        mx_pg_disconnect (&self->pg);
+        self->durable = true;
+        return -1;
+    }
+    self->durable = durable;
+    return 0;
+}
+
+//  The session, (re)connected when needed (a new one commits durably).
+static int
+s_pg (s_dispatcher_t *self)
+{
+    bool connected = self->pg && PQstatus (self->pg) == CONNECTION_OK;
+    if (mx_actor_pg (&self->pg, self->config, ACTOR, &self->problem))
+        return -1;
+    if (!connected)
+        self->durable = true;
+    return 0;
+}
 
 //  Every report is in (or nothing could be sent): mark the acknowledged
 //  prefix, record the first failure, decide when to look again.
@@ -57,7 +101,11 @@ s_settle (void *owner, const mx_outbox_batch_t *batch, const mx_delivery_slot_t 
     for (size_t i = 0; i < prefix; i++)
         ids [i] = batch->events [i].event_id;
     char *error = NULL;
-    int rc = mx_outbox_mark_sent (self->pg, ids, prefix, now, NULL, &error);
+    int rc = -1;
+    if (s_durable (self, batch->count >= (size_t) self->config->pipeline_delivery_batch))
+        error = strdup ("no PostgreSQL session");
+    else
+        rc = mx_outbox_mark_sent (self->pg, ids, prefix, now, NULL, &error);
     free (ids);
     if (rc) {
         //  Kafka has them: found there before the next round
@@ -126,7 +174,7 @@ static void
 s_round (s_dispatcher_t *self)
 {
     int64_t now = mx_clock_now (self->clock);
-    if (mx_actor_pg (&self->pg, self->config, ACTOR, &self->problem)
+    if (s_pg (self)
     ||  mx_delivery_ready (self->delivery, self->pg, &self->problem)) {
         self->next_round = now + self->config->pipeline_poll_interval;
         return;
@@ -208,7 +256,7 @@ s_replay_events (s_dispatcher_t *self, json_t *args, bool *ok)
         free (ids);
         return strdup ("replay --events sends dead events again: add --yes to act, or --dry-run to look first");
     }
-    if (mx_actor_pg (&self->pg, self->config, ACTOR, &self->problem)) {
+    if (s_pg (self)) {
         free (ids);
         return strdup ("PostgreSQL unreachable");
     }
@@ -243,7 +291,12 @@ s_replay_events (s_dispatcher_t *self, json_t *args, bool *ok)
         json_array_foreach (rows, index, row)
             if (!json_string_value (json_object_get (row, "refused")))
                 go [heads++] = json_integer_value (json_object_get (row, "event_id"));
-        int rc = mx_outbox_replay (self->pg, go, heads, user, mx_clock_now (self->clock), &moved, &error);
+        //  The operator is told it is done: durable before the reply.
+        int rc = s_durable (self, true);
+        if (rc)
+            error = strdup ("cannot make the session's commits durable");
+        else
+            rc = mx_outbox_replay (self->pg, go, heads, user, mx_clock_now (self->clock), &moved, &error);
         free (go);
         if (rc) {
             json_decref (rows);
@@ -381,6 +434,7 @@ mx_dispatcher_actor (zsock_t *pipe, void *args)
     self->sent_total = mx_delivery_events_sent (self->target);
     self->failed_total = mx_delivery_events_failed (self->target);
     self->clock = self->args->clock;
+    self->durable = true;
     self->next_round = INT64_MAX;
     if (ref)
         mx_config_ref_topic (self->config, self->topic);

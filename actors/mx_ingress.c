@@ -1,8 +1,10 @@
-/*  mx_ingress - the actor around mx_inbox: polls every poll-interval (at
-    once again while batches come back full), checks released holes every
-    late-detect-period, seeds W on cutover, and tells control when W moved
-    so the pump looks at the head at once. An unreadable mailbox is an
-    infrastructure failure, never "no new messages": W stays.
+/*  mx_ingress - the actor around mx_inbox: polls the mailbox at the pace
+    of mx_poll_pace (every poll-fast while rows keep arriving, backing off
+    to poll-interval when idle, at once again while batches come back
+    full), checks released holes every late-detect-period, seeds W on
+    cutover, and tells control when W moved so the pump looks at the head
+    at once. An unreadable mailbox is an infrastructure failure, never "no
+    new messages": W stays.
 */
 #include "mx_ingress.h"
 
@@ -11,6 +13,7 @@
 #include "mx_inbox.h"
 #include "mx_log.h"
 #include "mx_metrics.h"
+#include "mx_poll_pace.h"
 
 #define ACTOR "ingress"
 
@@ -22,6 +25,8 @@ typedef struct {
     bool paused;
     mx_inbox_t *inbox;
     int64_t next_poll;
+    mx_poll_pace_t pace;
+    mx_metrics_counter_t *polls;
     int64_t next_late_check;
     mx_problem_t problem;
     int64_t reported_hole;      //  hole position already logged
@@ -29,14 +34,19 @@ typedef struct {
     uint64_t late_detected;
 } s_ingress_t;
 
-static bool
-s_poll (s_ingress_t *self)
+//  One round started at now; returns when the next one is due (the pace
+//  counts from the start of a round, so the period is the one between
+//  starts). The round is counted once it is over.
+static int64_t
+s_poll (s_ingress_t *self, int64_t now)
 {
     mx_inbox_round_t round;
     char *error = NULL;
-    if (mx_inbox_round (self->inbox, mx_clock_now (self->clock), &round, &error)) {
+    int rc = mx_inbox_round (self->inbox, now, &round, &error);
+    mx_metrics_add (self->polls, 1);
+    if (rc) {
         mx_problem_report (&self->problem, NULL, error);
-        return false;
+        return mx_poll_pace_failed (&self->pace, now);
     }
     mx_problem_recovered (&self->problem);
     if (round.released) {
@@ -59,7 +69,7 @@ s_poll (s_ingress_t *self)
                      "W %" PRId64 " -> %" PRId64, round.w_before, round.w);
         mx_cmd_send (self->pipe, MX_CMD_W_MOVED, (uint64_t) round.w);
     }
-    return round.again;
+    return mx_poll_pace_next (&self->pace, now, round.w != round.w_before, round.again);
 }
 
 static void
@@ -177,8 +187,9 @@ s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
                 free (reason);
                 break;
             }
-            char *detail = zsys_sprintf ("polling every %" PRId64 " ms, %" PRId64 " rows a round",
-                                         self->config->pipeline_poll_interval, self->config->pipeline_claim_batch);
+            char *detail = zsys_sprintf ("polling every %" PRId64 " ms while rows arrive, backing off to every %"
+                                         PRId64 " ms when idle, %" PRId64 " rows a round", self->pace.fast,
+                                         self->pace.idle, self->config->pipeline_claim_batch);
             mx_actor_reply_started (self->pipe, detail);
             free (detail);
             int64_t now = mx_clock_now (self->clock);
@@ -220,7 +231,7 @@ s_wake (void *self_)
         return;
     int64_t now = mx_clock_now (self->clock);
     if (now >= self->next_poll)
-        self->next_poll = s_poll (self) ? now : mx_clock_now (self->clock) + self->config->pipeline_poll_interval;
+        self->next_poll = s_poll (self, now);
     if (now >= self->next_late_check) {
         s_late_check (self);
         self->next_late_check = mx_clock_now (self->clock) + self->config->pipeline_late_detect_period;
@@ -238,6 +249,8 @@ mx_ingress_actor (zsock_t *pipe, void *args)
     self->problem.actor = ACTOR;
     self->clock = self->args->clock;
     self->inbox = mx_inbox_new (self->config);
+    self->pace = mx_poll_pace (self->config->pipeline_poll_fast, self->config->pipeline_poll_interval);
+    self->polls = mx_ingress_polls ();
     //  Nothing runs before START: the parent's first message back must be
     //  the reply to it.
     self->next_poll = INT64_MAX;
@@ -248,6 +261,13 @@ mx_ingress_actor (zsock_t *pipe, void *args)
     mx_actor_run (pipe, self->clock, &ops, self);
     mx_inbox_destroy (&self->inbox);
     mx_problem_clear (&self->problem);
+}
+
+mx_metrics_counter_t *
+mx_ingress_polls (void)
+{
+    return mx_metrics_counter ("msgx_ingress_polls_total",
+                               "Mailbox polling rounds (each reads the inbox cursor and the mailbox above W)", NULL);
 }
 
 mx_metrics_counter_t *

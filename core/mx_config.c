@@ -1590,6 +1590,7 @@ static void
 s_check_pipeline (const mx_config_t *self, zlist_t *problems)
 {
     s_duration_range (self, problems, S_IDX (pipeline_poll_interval), 1, INT64_MAX);
+    s_duration_range (self, problems, S_IDX (pipeline_poll_fast), 1, INT64_MAX);
     s_int_range (self, problems, S_IDX (pipeline_claim_batch), 1, INT64_MAX);
     s_int_range (self, problems, S_IDX (pipeline_max_attempts), 1, INT32_MAX);
     if (self->pipeline_backoff_ms.count == 0)

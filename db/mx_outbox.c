@@ -28,7 +28,7 @@
 //  Each a probe of the primary key per event (LIMIT 1 keeps the planner
 //  from joining, and so from hashing a whole table).
 #define S_SOURCE_JOIN(alias) \
-    " LEFT JOIN LATERAL (SELECT msg_id, msg_type, msg_styp FROM proc_state" \
+    " LEFT JOIN LATERAL (SELECT msg_id, msg_type, msg_styp, created_at FROM proc_state" \
     "  WHERE msg_id = " alias ".msg_id LIMIT 1) p ON true" \
     " LEFT JOIN LATERAL (SELECT msg_type, msg_styp FROM proc_state_hst" \
     "  WHERE msg_id = " alias ".msg_id AND p.msg_id IS NULL LIMIT 1) h ON true"
@@ -36,7 +36,7 @@
 //  Column order of both takes.
 enum {
     S_COL_EVENT_ID, S_COL_FLID, S_COL_KEY, S_COL_TYPE, S_COL_VERSION, S_COL_MSG_ID, S_COL_PAYLOAD,
-    S_COL_SOURCE, S_COL_ATTEMPTS, S_COL_NEXT_AT
+    S_COL_SOURCE, S_COL_ATTEMPTS, S_COL_NEXT_AT, S_COL_RECORDED_AT
 };
 
 static char *
@@ -106,6 +106,7 @@ s_batch_add (mx_outbox_batch_t *self, const PGresult *res, int row)
     event->payload = s_strdup_or_null (mx_pg_get_text (res, row, S_COL_PAYLOAD));
     event->source = s_strdup_or_null (mx_pg_get_text (res, row, S_COL_SOURCE));
     event->attempts = (int) mx_pg_get_int64 (res, row, S_COL_ATTEMPTS);
+    event->recorded_at = mx_pg_get_int64 (res, row, S_COL_RECORDED_AT);
 }
 
 //  A take's rows into its batch, up to the first one not due yet.
@@ -171,7 +172,7 @@ mx_outbox_take (PGconn *conn, const char *target, size_t limit, int64_t now_ms,
             "   ORDER BY target, event_id LIMIT 1) m"
             "  WHERE w.n < $2::bigint)"
             " SELECT e.event_id, e.flid, e.partition_key, e.event_type, e.state_version, coalesce (e.msg_id, 0),"
-            " e.payload," S_SOURCE ", e.attempts, " MS ("e.next_attempt_at")
+            " e.payload," S_SOURCE ", e.attempts, " MS ("e.next_attempt_at") ", " MS ("p.created_at")
             " FROM walk w"
             " CROSS JOIN LATERAL (SELECT * FROM msg_event WHERE event_id = w.event_id LIMIT 1) e"
             S_SOURCE_JOIN ("e")
@@ -213,7 +214,7 @@ mx_outbox_take_schd (PGconn *conn, size_t limit, int64_t now_ms, mx_outbox_batch
             "  AND (n.next_attempt_at IS NULL OR n.next_attempt_at <= " TS (2) ")"
             "  ORDER BY w.first_id LIMIT $1::bigint)"
             " SELECT r.event_id, r.flid, r.partition_key, r.event_type, r.state_version, coalesce (r.msg_id, 0),"
-            "  r.payload," S_SOURCE ", r.attempts, " MS ("r.next_attempt_at")
+            "  r.payload," S_SOURCE ", r.attempts, " MS ("r.next_attempt_at") ", " MS ("p.created_at")
             " FROM heads s"
             " CROSS JOIN LATERAL (SELECT * FROM msg_event WHERE event_id = s.event_id LIMIT 1) r"
             S_SOURCE_JOIN ("r")

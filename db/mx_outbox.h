@@ -39,6 +39,9 @@ typedef struct {
     char *payload;                      //  NULL: null value (or handed to the producer)
     char *source;                       //  "TYPE/STYP" of the message, NULL when unknown
     int attempts;                       //  failed deliveries so far
+    //  ms: when ingress recorded the message that made it (proc_state
+    //  created_at); -1 when unknown (made by a job, or archived)
+    int64_t recorded_at;
 } mx_outbox_event_t;
 
 typedef struct {

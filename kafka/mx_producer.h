@@ -82,6 +82,11 @@ int mx_producer_setting (mx_producer_t *self, const char *name, char *value, siz
 //  Messages sent whose report has not been drained yet.
 size_t mx_producer_outstanding (mx_producer_t *self);
 
+//  Send what is queued now instead of after linger.ms (no backlog: a
+//  lone record must not wait for companions that are not coming). Holds
+//  the caller about a millisecond.
+void mx_producer_hurry (mx_producer_t *self);
+
 //  Give up on everything outstanding now: each gets a failed report soon
 //  (drain as usual). For a bounded wait that librdkafka did not bound.
 void mx_producer_purge (mx_producer_t *self);

@@ -33,6 +33,7 @@ typedef struct {
     size_t batch;               //  rows per transaction
     uint64_t rate;              //  rows per second, 0 = as fast as possible
     bool explicit_ids;          //  holes asked for: IDs come from the slots
+    const char *commit_log;     //  "ID SECONDS" per row once committed, NULL = none
 } s_mysql_t;
 
 typedef struct {
@@ -103,7 +104,10 @@ s_usage (FILE *out)
         "                      else the server's)\n"
         "  --batch N           rows per transaction (%d)\n"
         "  --rate N            at most N rows per second, committing before each\n"
-        "                      pause (0 = as fast as possible)\n",
+        "                      pause (0 = as fast as possible)\n"
+        "  --commit-log FILE   write \"ID SECONDS\" for every row once its transaction\n"
+        "                      committed (Unix time, microseconds): commit -> delivery\n"
+        "                      latency without the whole seconds of DATE_RECEIVED\n",
         S_BATCH_DEFAULT);
 }
 
@@ -257,6 +261,9 @@ typedef struct {
     size_t executed;            //  rows inserted, committed or not
     double start;               //  pacing starts here
     s_result_t *result;
+    FILE *commit_log;           //  --commit-log, NULL = none
+    unsigned long long *open_ids;   //  the IDs of the open transaction (--commit-log)
+    size_t open_cap;
 } s_writer_t;
 
 static int
@@ -267,6 +274,19 @@ s_commit (s_writer_t *w)
     if (mysql_commit (w->db)) {
         fprintf (stderr, "msgx-gen: commit failed: %s\n", mysql_error (w->db));
         return -1;
+    }
+    //  The time the commit returned: when the rows became visible to a
+    //  reader, to the microsecond (CMINMSGS_DATE_RECEIVED is whole seconds).
+    if (w->commit_log) {
+        struct timespec at;
+        clock_gettime (CLOCK_REALTIME, &at);
+        for (size_t i = 0; i < w->in_transaction; i++)
+            fprintf (w->commit_log, "%llu %lld.%06ld\n", w->open_ids [i], (long long) at.tv_sec,
+                     at.tv_nsec / 1000);
+        if (ferror (w->commit_log)) {
+            fprintf (stderr, "msgx-gen: cannot write the commit log: %s\n", strerror (errno));
+            return -1;
+        }
     }
     w->result->rows += w->in_transaction;
     w->in_transaction = 0;
@@ -359,6 +379,19 @@ s_insert (s_writer_t *w, const char *text, const mx_gen_meta_t *meta)
     if (id > w->result->last_id)
         w->result->last_id = id;
     w->executed++;
+    if (w->commit_log) {
+        if (w->in_transaction == w->open_cap) {
+            size_t cap = w->open_cap ? 2 * w->open_cap : 64;
+            unsigned long long *more = realloc (w->open_ids, cap * sizeof (unsigned long long));
+            if (!more) {
+                fprintf (stderr, "msgx-gen: out of memory\n");
+                return -1;
+            }
+            w->open_ids = more;
+            w->open_cap = cap;
+        }
+        w->open_ids [w->in_transaction] = id;
+    }
     if (++w->in_transaction >= w->cfg->batch && s_commit (w))
         return -1;
     return s_pace (w);
@@ -464,6 +497,12 @@ s_write_mysql (mx_gen_t *gen, const s_mysql_t *cfg, s_result_t *result)
         mysql_close (db);
         return -1;
     }
+    if (cfg->commit_log && !(w.commit_log = fopen (cfg->commit_log, "w"))) {
+        fprintf (stderr, "msgx-gen: cannot create the commit log %s: %s\n", cfg->commit_log, strerror (errno));
+        mysql_stmt_close (w.stmt);
+        mysql_close (db);
+        return -1;
+    }
     s_late_t *late = NULL;
     size_t nlate = 0, late_cap = 0;
     int rc = 0;
@@ -501,6 +540,11 @@ s_write_mysql (mx_gen_t *gen, const s_mysql_t *cfg, s_result_t *result)
         rc = s_commit (&w);
     if (rc)
         fprintf (stderr, "msgx-gen: %zu rows were committed before the failure\n", result->rows);
+    if (w.commit_log && fclose (w.commit_log) && rc == 0) {
+        fprintf (stderr, "msgx-gen: cannot write the commit log %s: %s\n", cfg->commit_log, strerror (errno));
+        rc = -1;
+    }
+    free (w.open_ids);
     mysql_stmt_close (w.stmt);
     mysql_close (db);
     return rc;
@@ -541,7 +585,7 @@ main (int argc, char *argv [])
         O_IGNORED, O_UNSUPPORTED, O_CLEARS, O_OUT_DIR, O_STDOUT, O_MYSQL,
         O_HOST, O_PORT, O_USER, O_PASSWORD, O_DATABASE, O_SOCKET, O_BATCH, O_HELP,
         O_REFERENCE, O_LISTS, O_ADHOC, O_SCHD_DELETE, O_HOSTILE, O_OVERSIZE,
-        O_FDEL_TYPE, O_HOLES, O_LATE_HOLES, O_TIME_ZONE, O_RATE
+        O_FDEL_TYPE, O_HOLES, O_LATE_HOLES, O_TIME_ZONE, O_RATE, O_COMMIT_LOG
     };
     static const struct option options [] = {
         { "seed",        required_argument, NULL, O_SEED },
@@ -581,6 +625,7 @@ main (int argc, char *argv [])
         { "late-holes",  required_argument, NULL, O_LATE_HOLES },
         { "time-zone",   required_argument, NULL, O_TIME_ZONE },
         { "rate",        required_argument, NULL, O_RATE },
+        { "commit-log",  required_argument, NULL, O_COMMIT_LOG },
         { NULL, 0, NULL, 0 }
     };
     int outputs = 0;
@@ -707,6 +752,9 @@ main (int argc, char *argv [])
                 break;
             case O_RATE:
                 bad = s_parse_u64 (optarg, 10000000, &cfg.rate);
+                break;
+            case O_COMMIT_LOG:
+                cfg.commit_log = optarg;
                 break;
             default:
                 if (optopt) {

@@ -20,7 +20,9 @@
 #include "mx_actor.h"
 #include "mx_aggregator.h"
 #include "mx_config.h"
+#include "mx_delivery.h"
 #include "mx_dispatcher.h"
+#include "mx_metrics.h"
 #include "mx_migrate.h"
 #include "mx_testactor.h"
 #include "mx_testenv.h"
@@ -441,6 +443,41 @@ test_dispatcher_delivers_in_event_id_order_with_key_and_headers (void **state)
     assert_int_equal (s_count_event (fx, TOPIC_MSG, late), 1);
 }
 
+//  The latency metric: from the ingress record of the message
+//  (proc_state created_at) to the acknowledgement of its event, on the
+//  injected clock; a job's event (no message) is not counted.
+static uint64_t
+s_sample (const char *body, const char *series)
+{
+    char *at = strstr (body, series);
+    if (!at)
+        fail_msg ("no sample %s in:\n%s", series, body);
+    return strtoull (at + strlen (series), NULL, 10);
+}
+
+static void
+test_dispatcher_counts_ingress_record_to_acknowledgement (void **state)
+{
+    fixture_t *fx = *state;
+    const char *count = "msgx_delivery_latency_seconds_count{target=\"KAFKA:msg\"} ";
+    const char *within_5ms = "msgx_delivery_latency_seconds_bucket{target=\"KAFKA:msg\",le=\"0.005\"} ";
+    const char *within_7_5ms = "msgx_delivery_latency_seconds_bucket{target=\"KAFKA:msg\",le=\"0.0075\"} ";
+    mx_delivery_register_metrics ("KAFKA:msg");
+    char *before = mx_metrics_render ();
+    //  Recorded by ingress 7 ms before the fake clock's now.
+    s_event (fx, "KAFKA:msg", 101, 1);
+    s_exec (fx, "UPDATE proc_state SET created_at = to_timestamp (1767225599.993)", 0, NULL);
+    s_event_full (fx, "KAFKA:msg", 102, 1, "UPSERT", true);
+    s_start (fx, "dispatcher", mx_dispatcher_actor);
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 2 FROM msg_event WHERE state = 'SENT'");
+    char *after = mx_metrics_render ();
+    assert_int_equal (s_sample (after, count) - s_sample (before, count), 1);
+    assert_int_equal (s_sample (after, within_5ms) - s_sample (before, within_5ms), 0);
+    assert_int_equal (s_sample (after, within_7_5ms) - s_sample (before, within_7_5ms), 1);
+    free (before);
+    free (after);
+}
+
 //  The brokers write a batch but the acknowledgement never comes in time:
 //  the events go again, with the same event ids, and nothing behind the
 //  first is marked SENT before it.
@@ -855,6 +892,7 @@ main (void)
     const struct CMUnitTest tests [] = {
         cmocka_unit_test_setup_teardown (test_dispatcher_delivers_in_event_id_order_with_key_and_headers,
                                          s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_dispatcher_counts_ingress_record_to_acknowledgement, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_dispatcher_at_least_once_lost_acknowledgement_resends_same_event_ids,
                                          s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_dispatcher_at_least_once_failed_batch_keeps_target_order,

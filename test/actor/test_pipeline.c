@@ -537,6 +537,84 @@ test_duplicate_with_payload_missing_is_skipped_in_a_batch (void **state)
     s_payload_missing_case (*state, "100");
 }
 
+//  ---------------------------------------------------------------------
+//  Adaptive mailbox polling (mx_poll_pace inside ingress): every
+//  poll-fast while rows keep arriving, doubling when nothing comes, up to
+//  poll-interval. Each poll is counted (msgx_ingress_polls_total); the
+//  test waits for the count on its LISTENing connection, with a deadline.
+
+static void
+s_wait_polls (fixture_t *fx, mx_metrics_counter_t *polls, uint64_t expected)
+{
+    int64_t deadline = zclock_mono () + WAIT_MS;
+    while (mx_metrics_counter_value (polls) < expected) {
+        if (zclock_mono () > deadline)
+            fail_msg ("ingress polled %" PRIu64 " times, not %" PRIu64 " (%" PRId64 " ms after T0)",
+                      mx_metrics_counter_value (polls), expected, mx_clock_now (fx->clock) - T0);
+        struct pollfd item = { PQsocket (fx->conn), POLLIN, 0 };
+        if (poll (&item, 1, 5) > 0 && PQconsumeInput (fx->conn)) {
+            PGnotify *notify;
+            while ((notify = PQnotifies (fx->conn)))
+                PQfreemem (notify);
+        }
+    }
+    assert_int_equal (mx_metrics_counter_value (polls), expected);
+}
+
+//  The clock moves by delta; the poll due then runs and is counted.
+static void
+s_poll_after (fixture_t *fx, mx_metrics_counter_t *polls, int64_t delta, uint64_t *count)
+{
+    mx_clock_advance (fx->clock, delta);
+    s_wait_polls (fx, polls, ++*count);
+}
+
+static void
+test_ingress_polls_fast_while_rows_arrive_and_backs_off_when_idle (void **state)
+{
+    fixture_t *fx = *state;
+    assert_int_equal (mx_config_set (fx->config, "msgx.pipeline.poll-fast", "10ms", NULL), 0);
+    assert_int_equal (mx_config_set (fx->config, "msgx.pipeline.poll-interval", "1s", NULL), 0);
+    mx_metrics_counter_t *polls = mx_ingress_polls ();
+    uint64_t count = mx_metrics_counter_value (polls);
+    char xml [512];
+    s_insert (fx, 1, s_ldm (1, xml, sizeof xml));
+    s_start (fx, &fx->args);
+    //  The first poll at START admits row 1: fast from now on.
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 1 FROM proc_state WHERE msg_id = 1");
+    s_wait_polls (fx, polls, ++count);
+
+    //  A row arriving is read poll-fast later, not poll-interval.
+    s_insert (fx, 2, s_ldm (2, xml, sizeof xml));
+    mx_clock_advance (fx->clock, 9);
+    mx_testpg_expect (fx->conn, "SELECT count(*) FROM proc_state WHERE msg_id = 2", "0");
+    s_poll_after (fx, polls, 1, &count);
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 1 FROM proc_state WHERE msg_id = 2");
+
+    //  Nothing more: 10, 20, 40 ms apart, then 80.
+    s_poll_after (fx, polls, 10, &count);
+    s_poll_after (fx, polls, 20, &count);
+    s_poll_after (fx, polls, 40, &count);
+    s_insert (fx, 3, s_ldm (3, xml, sizeof xml));
+    mx_clock_advance (fx->clock, 79);
+    mx_testpg_expect (fx->conn, "SELECT count(*) FROM proc_state WHERE msg_id = 3", "0");
+    assert_int_equal (mx_metrics_counter_value (polls), count);
+    s_poll_after (fx, polls, 1, &count);
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 1 FROM proc_state WHERE msg_id = 3");
+
+    //  Row 3 made it fast again; then the back-off reaches poll-interval
+    //  and stays there.
+    const int64_t periods [] = { 10, 20, 40, 80, 160, 320, 640, 1000, 1000 };
+    for (size_t i = 0; i < sizeof periods / sizeof periods [0]; i++)
+        s_poll_after (fx, polls, periods [i], &count);
+    s_insert (fx, 4, s_ldm (4, xml, sizeof xml));
+    mx_clock_advance (fx->clock, 999);
+    mx_testpg_expect (fx->conn, "SELECT count(*) FROM proc_state WHERE msg_id = 4", "0");
+    assert_int_equal (mx_metrics_counter_value (polls), count);
+    s_poll_after (fx, polls, 1, &count);
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 1 FROM proc_state WHERE msg_id = 4");
+}
+
 static void
 test_compat_row_above_w_waits_for_the_watermark (void **state)
 {
@@ -768,6 +846,8 @@ main (void)
         cmocka_unit_test_setup_teardown (test_duplicate_with_payload_missing_is_skipped_one_by_one, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_duplicate_with_payload_missing_is_skipped_in_a_batch, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_compat_row_above_w_waits_for_the_watermark, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_ingress_polls_fast_while_rows_arrive_and_backs_off_when_idle,
+                                         s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_replay_moves_exhausted_rows_back_and_they_run_again, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_replay_and_backfill_never_interleave, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_retained_raw_text_outlives_the_mailbox_row, s_setup, s_teardown),

@@ -134,6 +134,7 @@ test_defaults (void **state)
     assert_int_equal (config->codec_max_message_bytes, 16777216);
     //  DURATION (ms)
     assert_int_equal (config->pipeline_poll_interval, 1000);
+    assert_int_equal (config->pipeline_poll_fast, 10);
     assert_int_equal (config->pipeline_head_deadline, 10 * 60 * 1000);
     assert_true (config->pipeline_overdue_backfill == INT64_C (30) * 24 * 3600 * 1000);
     assert_int_equal (config->pipeline_backoff_cap_ms, 60000);
@@ -410,6 +411,7 @@ test_validation_rules (void **state)
         { "msgx.pipeline.backoff-ms",           "1000,0",   "more than 0" },
         { "msgx.pipeline.backoff-cap-ms",       "0",        "more than 0" },
         { "msgx.pipeline.poll-interval",        "0",        "more than 0" },
+        { "msgx.pipeline.poll-fast",            "0",        "more than 0" },
         { "msgx.pipeline.backfill-batch",       "0",        "at least 1" },
         { "msgx.pipeline.backfill-max-attempts", "-1",      "at least 1" },
         { "msgx.pipeline.backfill-backoff-cap", "10s",      "backfill-backoff" },

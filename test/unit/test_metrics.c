@@ -150,6 +150,11 @@ test_standard (void **state)
     assert_non_null (strstr (text, "msgx_delivery_inspected_total{target=\"KAFKA:msg\"} 0\n"));
     assert_non_null (strstr (text, "msgx_delivery_inspections_total{target=\"KAFKA:schd\",result=\"failed\"} 0\n"));
     assert_non_null (strstr (text, "msgx_delivery_inspection_seconds_count{target=\"KAFKA:msg\"} 0\n"));
+    //  Latency: mailbox polls, and ingress record -> acknowledgement.
+    assert_non_null (strstr (text, "# TYPE msgx_ingress_polls_total counter\nmsgx_ingress_polls_total 0\n"));
+    assert_non_null (strstr (text, "# TYPE msgx_delivery_latency_seconds histogram\n"));
+    assert_non_null (strstr (text, "msgx_delivery_latency_seconds_bucket{target=\"KAFKA:msg\",le=\"0.001\"} 0\n"));
+    assert_non_null (strstr (text, "msgx_delivery_latency_seconds_count{target=\"KAFKA:ref\"} 0\n"));
     assert_non_null (strstr (text, "msgx_messages_total{type=\"FLOP\",state=\"SUCCEEDED\"} 2\n"));
     assert_non_null (strstr (text, "msgx_batch_size_bucket{le=\"5\"} 0\n"));
     assert_non_null (strstr (text, "msgx_batch_size_bucket{le=\"10\"} 1\n"));

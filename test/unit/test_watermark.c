@@ -1,9 +1,11 @@
-/*  Unit tests: the watermark rule of SPEC §3.1.  */
+/*  Unit tests: the watermark rule of SPEC §3.1 and the mailbox polling
+    pace (mx_poll_pace).  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "mx_poll_pace.h"
 #include "mx_watermark.h"
 
 #define DELAY 300000        //  max-commit-delay 5 min
@@ -135,6 +137,79 @@ test_at_most_one_release_per_round (void **state)
     assert_int_equal (r.w, 16);
 }
 
+//  ---------------------------------------------------------------------
+//  Polling pace: fast 10 ms, idle 1000 ms
+
+static void
+test_pace_starts_idle (void **state)
+{
+    (void) state;
+    mx_poll_pace_t pace = mx_poll_pace (10, 1000);
+    //  A quiet start: no burst of empty polls.
+    assert_int_equal (mx_poll_pace_next (&pace, 5000, false, false), 6000);
+    assert_int_equal (mx_poll_pace_next (&pace, 6000, false, false), 7000);
+}
+
+static void
+test_pace_is_fast_while_rows_arrive (void **state)
+{
+    (void) state;
+    mx_poll_pace_t pace = mx_poll_pace (10, 1000);
+    assert_int_equal (mx_poll_pace_next (&pace, 5000, true, false), 5010);
+    assert_int_equal (mx_poll_pace_next (&pace, 5010, true, false), 5020);
+    //  A full batch: at once, and fast after it.
+    assert_int_equal (mx_poll_pace_next (&pace, 5020, true, true), 5020);
+    assert_int_equal (mx_poll_pace_next (&pace, 5020, true, false), 5030);
+}
+
+static void
+test_pace_backs_off_to_idle_by_doubling (void **state)
+{
+    (void) state;
+    mx_poll_pace_t pace = mx_poll_pace (10, 1000);
+    int64_t now = mx_poll_pace_next (&pace, 0, true, false);
+    assert_int_equal (now, 10);
+    const int64_t periods [] = { 20, 40, 80, 160, 320, 640, 1000, 1000, 1000 };
+    for (size_t i = 0; i < N (periods); i++) {
+        int64_t next = mx_poll_pace_next (&pace, now, false, false);
+        assert_int_equal (next - now, periods [i]);
+        now = next;
+    }
+    //  One row after the long quiet: fast again at once.
+    assert_int_equal (mx_poll_pace_next (&pace, now, true, false), now + 10);
+}
+
+static void
+test_pace_failure_waits_the_idle_period (void **state)
+{
+    (void) state;
+    mx_poll_pace_t pace = mx_poll_pace (10, 1000);
+    mx_poll_pace_next (&pace, 0, true, false);
+    assert_int_equal (mx_poll_pace_failed (&pace, 10), 1010);
+    //  Recovered and rows come: fast again.
+    assert_int_equal (mx_poll_pace_next (&pace, 1010, true, false), 1020);
+}
+
+static void
+test_pace_fast_never_slower_than_idle (void **state)
+{
+    (void) state;
+    //  poll-interval below poll-fast: every poll at poll-interval.
+    mx_poll_pace_t pace = mx_poll_pace (10, 5);
+    assert_int_equal (mx_poll_pace_next (&pace, 0, true, false), 5);
+    assert_int_equal (mx_poll_pace_next (&pace, 5, false, false), 10);
+    //  An odd idle period is reached, not overshot.
+    pace = mx_poll_pace (10, 1500);
+    int64_t now = mx_poll_pace_next (&pace, 0, true, false), last = 0;
+    for (int i = 0; i < 10; i++) {
+        int64_t next = mx_poll_pace_next (&pace, now, false, false);
+        last = next - now;
+        assert_true (last <= 1500);
+        now = next;
+    }
+    assert_int_equal (last, 1500);
+}
+
 int
 main (void)
 {
@@ -148,6 +223,11 @@ main (void)
         cmocka_unit_test (test_filled_hole_clears_the_timer),
         cmocka_unit_test (test_new_hole_after_a_filled_one_gets_a_full_window),
         cmocka_unit_test (test_at_most_one_release_per_round),
+        cmocka_unit_test (test_pace_starts_idle),
+        cmocka_unit_test (test_pace_is_fast_while_rows_arrive),
+        cmocka_unit_test (test_pace_backs_off_to_idle_by_doubling),
+        cmocka_unit_test (test_pace_failure_waits_the_idle_period),
+        cmocka_unit_test (test_pace_fast_never_slower_than_idle),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
