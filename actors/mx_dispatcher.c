@@ -74,14 +74,20 @@ s_durable (s_dispatcher_t *self, bool durable)
 }
 
 //  The session, (re)connected when needed (a new one commits durably).
+//  A new session may follow a crash of PostgreSQL that lost the last SENT
+//  marks committed without waiting for the disk: their events read as
+//  PENDING again although Kafka has them, so exactly-once looks at the
+//  topic again before it sends.
 static int
 s_pg (s_dispatcher_t *self)
 {
     bool connected = self->pg && PQstatus (self->pg) == CONNECTION_OK;
     if (mx_actor_pg (&self->pg, self->config, ACTOR, &self->problem))
         return -1;
-    if (!connected)
+    if (!connected) {
         self->durable = true;
+        mx_delivery_reinspect (self->delivery);
+    }
     return 0;
 }
 
@@ -184,7 +190,10 @@ s_round (s_dispatcher_t *self)
     if (mx_outbox_take (self->pg, self->target, (size_t) self->config->pipeline_delivery_batch, now,
                         &batch, &error)) {
         mx_problem_report (&self->problem, "cannot read the outbox", error);
-        self->next_round = now + self->config->pipeline_poll_interval;
+        //  A session that was lost is replaced at once (a server still
+        //  down makes that round wait the poll interval).
+        bool lost = PQstatus (self->pg) != CONNECTION_OK;
+        self->next_round = lost ? now : now + self->config->pipeline_poll_interval;
         return;
     }
     mx_problem_recovered (&self->problem);

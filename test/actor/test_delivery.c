@@ -718,6 +718,38 @@ test_dispatcher_exactly_once_failed_batch_sends_each_event_once (void **state)
     s_check_order (fx, TOPIC_MSG);
 }
 
+//  Exactly-once: the dispatcher's SENT marks, committed without waiting
+//  for the disk, were lost with a crash of PostgreSQL (the events read as
+//  PENDING again although Kafka has them) and the crash ended the
+//  dispatcher's session. Its new session looks at the topic before it
+//  sends: the three are marked SENT, only the new event goes.
+static void
+test_dispatcher_exactly_once_new_session_looks_before_it_sends (void **state)
+{
+    fixture_t *fx = *state;
+    int64_t one, two;
+    s_flids_on_both_brokers (700, &one, &two);
+    s_start (fx, "dispatcher", mx_dispatcher_actor);
+    int64_t ids [4];
+    ids [0] = s_event (fx, "KAFKA:msg", one, 1);
+    ids [1] = s_event (fx, "KAFKA:msg", two, 1);
+    ids [2] = s_event (fx, "KAFKA:msg", one, 2);
+    s_wake (fx);
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 3 FROM msg_event WHERE state = 'SENT'");
+    s_exec (fx, "UPDATE msg_event SET state = 'PENDING', sent_at = NULL", 0, NULL);
+    //  Returns once the backend is gone (or fails the test after 30 s).
+    s_assert_value (fx, "SELECT bool_and (pg_terminate_backend (pid, 30000)) FROM pg_stat_activity"
+                        " WHERE application_name = 'msgxd-dispatcher'", "t");
+    ids [3] = s_event (fx, "KAFKA:msg", two, 2);
+    s_wake (fx);
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 4 FROM msg_event WHERE state = 'SENT'");
+    s_read_all (fx);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal (s_count_event (fx, TOPIC_MSG, ids [i]), 1);
+    assert_int_equal (s_count (fx, TOPIC_MSG), 4);
+    s_check_order (fx, TOPIC_MSG);
+}
+
 //  An outbox and topics written at-least-once, left with records on the
 //  wire whose events are still PENDING (the acknowledgements never came,
 //  the dispatcher stopped); the dispatcher started again exactly-once
@@ -903,6 +935,8 @@ main (void)
         cmocka_unit_test_setup_teardown (test_dispatcher_exactly_once_lost_acknowledgement_sends_nothing_twice,
                                          s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_dispatcher_exactly_once_failed_batch_sends_each_event_once,
+                                         s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_dispatcher_exactly_once_new_session_looks_before_it_sends,
                                          s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_dispatcher_switch_to_exactly_once_loses_and_duplicates_nothing,
                                          s_setup, s_teardown),
