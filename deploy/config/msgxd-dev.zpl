@@ -757,6 +757,14 @@ msgx
         #   /all/flights.
         window-days = 1
 
+        #   reader threads of the read API, each with its own PostgreSQL session
+        #   (1..16): a slow read holds up only its own reader.
+        #   Integer; default 2; environment MSGX_API_READERS.
+        #   Each reader holds a PostgreSQL session: 2 keeps single-flight reads
+        #   answered while another reader streams GET /all/flights or waits on a
+        #   busy database; more only with cores to spare.
+        readers = 2
+
     admin
         #   msgxctl endpoint, ipc:// (mode 0600, or 0660 with admin.group) or
         #   tcp:// (on loopback, or anywhere with admin.curve).
