@@ -52,6 +52,15 @@ void
 void
     mx_api_reader_actor (zsock_t *pipe, void *args);
 
+//  Gives the calling thread (thread: "reader" or "http", for the log) the
+//  nice value msgx.api.nice, when not 0: the read API's threads then go
+//  before (negative) or after (positive) the other threads of msgxd when
+//  the cores are busy. A refusal (a negative value without CAP_SYS_NICE)
+//  is logged as a warning and the thread runs on at the process's value.
+//  Returns 0, or -1 if refused.
+int
+    mx_api_reader_nice (const mx_config_t *config, const char *name, const char *thread);
+
 //  Called before each page of a GET /all/flights stream but the first,
 //  when set. Only the test tree's msgxd-hooked sets one (before the actors
 //  start), to hold a stream between its pages.

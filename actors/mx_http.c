@@ -1236,6 +1236,8 @@ s_start (s_http_t *self, char **error)
                 return -1;
             }
         }
+        //  http parses and answers every read: it goes with the readers.
+        mx_api_reader_nice (self->config, self->name, "http");
         self->api.api = true;
         if (s_server_start (self, &self->api, false, self->config->api_bind, error))
             return -1;
