@@ -14,6 +14,9 @@
     - a stream failing after its first page (msgxd-hooked holds it between
       pages while the test locks the table) ends without its terminating
       chunk, the flights sent whole and an error member after them
+    - two readers: single flights answered by one while the other is held
+      between the pages of a stream, which then ends whole; msgx.api.nice
+      set on the readers and the http thread only
     - every answer valid against docs/api/openapi.json (mx-validate-api)
     - msgxctl flight FLID --history on both: the same state, the messages
       and events of the outbox
@@ -30,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -721,12 +725,46 @@ test_stream_cut_short (void **state)
     s_validate (fx);
 }
 
+//  How many threads of process pid run at nice value nice (from
+//  /proc/PID/task/TID/stat: the 19th field, the 17th after the name).
+static int
+s_threads_at_nice (int pid, int nice)
+{
+    char path [64];
+    snprintf (path, sizeof path, "/proc/%d/task", pid);
+    int count = 0;
+    DIR *tids = opendir (path);
+    assert_non_null (tids);
+    struct dirent *entry;
+    while ((entry = readdir (tids))) {
+        if (entry->d_name [0] == '.')
+            continue;
+        char stat_path [400], line [1024];
+        snprintf (stat_path, sizeof stat_path, "%s/%s/stat", path, entry->d_name);
+        FILE *file = fopen (stat_path, "r");
+        if (!file)
+            continue;                   //  the thread ended meanwhile
+        char *got = fgets (line, sizeof line, file);
+        fclose (file);
+        char *scan = got ? strrchr (line, ')') : NULL;
+        assert_non_null (scan);
+        for (int field = 0; field < 17 && scan; field++)
+            scan = strchr (scan + 1, ' ');
+        assert_non_null (scan);
+        if (atoi (scan + 1) == nice)
+            count++;
+    }
+    closedir (tids);
+    return count;
+}
+
 //  A pool of readers (msgx.api.readers 2): while one reader is held
 //  between the pages of GET /all/flights (msgxd-hooked waits at the gate
 //  before each page but the first), reads of single flights are answered
 //  by the other, equal to the database; once the gate lets the stream go
 //  on, it ends whole. With one reader those reads would wait behind the
 //  stream (and this test would fail on the client's receive timeout).
+//  msgx.api.nice 5 is set on the readers and the http thread alone.
 static void
 test_readers_pool (void **state)
 {
@@ -745,6 +783,7 @@ test_readers_pool (void **state)
     env [last++] = strdup ("MSGX_TEST_FAULT=api-gate");
     env [last++] = zsys_sprintf ("MSGX_TEST_GATE=%s", gate);
     env [last++] = strdup ("MSGX_API_READERS=2");
+    env [last++] = strdup ("MSGX_API_NICE=5");
     mx_testproc_t *daemon = mx_testproc_new (argv, (const char *const *) env);
     if (!mx_testproc_expect_stderr (daemon, "role active", WAIT_MS))
         fail_msg ("msgxd-hooked did not become active: %s", mx_testproc_stderr (daemon));
@@ -782,6 +821,8 @@ test_readers_pool (void **state)
     }
     printf ("# %d flights read while a stream was held at its second page\n", answered);
     PQclear (res);
+    //  msgx.api.nice: the two readers and the http thread, no other.
+    assert_int_equal (s_threads_at_nice (mx_testproc_pid (daemon), 5), 3);
     //  Let the stream go on: a byte for each page it stops at. The gate
     //  stays open for writing until the stream ended, so bytes not read yet
     //  stay in the pipe while the reader closes and opens it between pages.
