@@ -3,8 +3,12 @@
 
 #include <assert.h>
 #include <ctype.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "mx_flight.h"
 #include "mx_flight_repo.h"
@@ -40,6 +44,24 @@ mx_api_reader_register_metrics (void)
 {
     for (size_t i = 0; i < sizeof s_outcomes / sizeof s_outcomes [0]; i++)
         s_counter (s_outcomes [i]);
+}
+
+int
+mx_api_reader_nice (const mx_config_t *config, const char *name, const char *thread)
+{
+    int nice = (int) config->api_nice;
+    if (nice == 0)
+        return 0;
+    //  On Linux a thread's id names it alone to setpriority.
+    id_t tid = (id_t) syscall (SYS_gettid);
+    if (setpriority (PRIO_PROCESS, tid, nice) == 0)
+        return 0;
+    int error = errno;
+    mx_log_emit (MX_LOG_WARN, name, NULL, "read API: cannot set the nice value of the %s thread to %d"
+                 " (msgx.api.nice): %s%s; it runs at the process's", thread, nice, strerror (error),
+                 error == EACCES || error == EPERM
+                 ? " (a negative value needs CAP_SYS_NICE or a RLIMIT_NICE allowing it, e.g. LimitNICE=)" : "");
+    return -1;
 }
 
 static mx_api_reader_page_fn *s_page_hook;
@@ -822,6 +844,7 @@ mx_api_reader_actor (zsock_t *pipe, void *args)
     self->config = self->args->config;
     self->streams = zlistx_new ();
     zlistx_set_destructor (self->streams, s_stream_destroy);
+    mx_api_reader_nice (self->config, self->args->name, "reader");
     mx_actor_ops_t ops = { .command = s_command };
     mx_actor_run (pipe, NULL, &ops, self);
     zlistx_destroy (&self->streams);

@@ -13,7 +13,14 @@
     other requests are answered between the pages. A failure mid-stream
     ends the document with an "error" member and the piece marked failed:
     http then cuts the chunked response short. At most S_STREAMS_MAX (4)
-    streams at once; one more is 503.
+    streams at once per reader; one more is 503.
+
+    http runs msgx.api.readers of them, each with its own thread and
+    session, and hands each request to the one with the least in hand (its
+    unanswered requests and open streams): a reader busy with a page of
+    GET /all/flights or a read slowed by a busy database holds up only the
+    requests it already took. A reader answers its own requests in order;
+    http matches answers to requests by tag.
 
     It reads only PostgreSQL, never the control loop's state, so a standby
     answers as the active does. Paths, parameters and limits are checked
@@ -44,6 +51,15 @@ void
 
 void
     mx_api_reader_actor (zsock_t *pipe, void *args);
+
+//  Gives the calling thread (thread: "reader" or "http", for the log) the
+//  nice value msgx.api.nice, when not 0: the read API's threads then go
+//  before (negative) or after (positive) the other threads of msgxd when
+//  the cores are busy. A refusal (a negative value without CAP_SYS_NICE)
+//  is logged as a warning and the thread runs on at the process's value.
+//  Returns 0, or -1 if refused.
+int
+    mx_api_reader_nice (const mx_config_t *config, const char *name, const char *thread);
 
 //  Called before each page of a GET /all/flights stream but the first,
 //  when set. Only the test tree's msgxd-hooked sets one (before the actors

@@ -83,6 +83,15 @@ mx_http_register_metrics (void)
 
 typedef struct _s_http_t s_http_t;
 
+//  Most readers of the read API (msgx.api.readers, checked in mx_config.c).
+#define S_API_READERS_MAX 16
+
+//  One reader of the read API: its own thread and PostgreSQL session.
+typedef struct {
+    zactor_t *actor;
+    size_t index;                   //  in api_readers
+} s_api_reader_t;
+
 //  One MHD daemon on one bind: the service bind (/health, /metrics), the
 //  compat bind (POST /cminmsgs/send only) or the read API's bind.
 typedef struct {
@@ -111,7 +120,8 @@ typedef struct {
     size_t dropped;                 //  body bytes read and dropped after the refusal
     bool suspended;
     bool answered;                  //  resumed with its result
-    uint64_t tag;                   //  of its COMPAT_WRITE
+    uint64_t tag;                   //  of its COMPAT_WRITE or API_GET
+    size_t reader;                  //  the read API's reader it went to (index in api_readers)
     int64_t id;                     //  stored as this CMINMSGS_ID
     json_t *snapshot;               //  the metrics actor's answer (NULL: silent)
     int api_status;                 //  the read API's answer (0: none came)
@@ -152,8 +162,12 @@ struct _s_http_t {
     mx_compat_writer_args_t writer_args;
     uint64_t write_tag;
     zlistx_t *writing;              //  s_request_t *, in the order sent
-    //  The read API's reader (mx_api_reader.h) and the reads it has in hand.
-    zactor_t *api_reader;
+    //  The read API's readers (mx_api_reader.h, msgx.api.readers) and the
+    //  reads they have in hand. Each answers its own requests in order;
+    //  the answers of different readers interleave, so they are matched
+    //  by tag.
+    s_api_reader_t api_readers [S_API_READERS_MAX];
+    size_t api_reader_count;
     mx_api_reader_args_t api_reader_args;
     uint64_t api_tag;
     zlistx_t *reading;              //  s_request_t *, in the order sent
@@ -638,7 +652,30 @@ s_begin_api (s_http_t *self, struct MHD_Connection *connection, const char *meth
     return MHD_YES;
 }
 
-//  Hands the request to the api reader; the connection waits suspended.
+//  The reader with the least in hand: the requests it has not answered
+//  yet and the streams it still reads pages for. A reader held up by a
+//  slow statement (a page of GET /all/flights, a read behind a lock)
+//  gathers load, so the requests that follow go to the others. Ties go to
+//  the lowest index: under light load one reader takes all, and requests
+//  that queue up on it are read together (mx_api_reader.c batches them).
+static size_t
+s_least_loaded (s_http_t *self)
+{
+    size_t load [S_API_READERS_MAX] = { 0 };
+    zlistx_t *lists [] = { self->reading, self->streaming };
+    for (size_t l = 0; l < 2; l++)
+        for (s_request_t *request = (s_request_t *) zlistx_first (lists [l]); request;
+             request = (s_request_t *) zlistx_next (lists [l]))
+            if (l == 0 || request->stream_state == 1)
+                load [request->reader]++;
+    size_t best = 0;
+    for (size_t i = 1; i < self->api_reader_count; i++)
+        if (load [i] < load [best])
+            best = i;
+    return best;
+}
+
+//  Hands the request to a reader; the connection waits suspended.
 static enum MHD_Result
 s_ask_api (s_http_t *self, s_request_t *request, const char *url)
 {
@@ -649,7 +686,9 @@ s_ask_api (s_http_t *self, s_request_t *request, const char *url)
     const char *etag = MHD_lookup_connection_value (request->connection, MHD_HEADER_KIND,
                                                     MHD_HTTP_HEADER_IF_NONE_MATCH);
     request->tag = ++self->api_tag;
-    int rc = args_text ? mx_cmd_send (zactor_sock (self->api_reader), MX_CMD_API_GET, request->tag,
+    request->reader = s_least_loaded (self);
+    zactor_t *reader = self->api_readers [request->reader].actor;
+    int rc = args_text ? mx_cmd_send (zactor_sock (reader), MX_CMD_API_GET, request->tag,
                                       (uint64_t) mx_clock_now (self->args->clock), url, args_text,
                                       etag ? etag : "")
                        : -1;
@@ -669,7 +708,8 @@ s_stream_ask (s_http_t *self, s_request_t *request)
 {
     if (request->asked || request->stream_state != 1 || request->next_piece)
         return;
-    if (mx_cmd_send (zactor_sock (self->api_reader), MX_CMD_API_MORE, request->tag, 1) == 0)
+    zactor_t *reader = self->api_readers [request->reader].actor;
+    if (reader && mx_cmd_send (zactor_sock (reader), MX_CMD_API_MORE, request->tag, 1) == 0)
         request->asked = true;
     else {
         //  The reader is gone (stopping): the response ends cut short.
@@ -677,18 +717,26 @@ s_stream_ask (s_http_t *self, s_request_t *request)
     }
 }
 
+//  The request of tag in list, with the list's cursor on it; NULL if none.
+static s_request_t *
+s_find_tag (zlistx_t *list, uint64_t tag)
+{
+    s_request_t *request = (s_request_t *) zlistx_first (list);
+    while (request && request->tag != tag)
+        request = (s_request_t *) zlistx_next (list);
+    return request;
+}
+
 //  A piece of a streamed answer: the first one starts the response (it
-//  comes in place of API_ANSWER, in order), the others go to their stream.
+//  comes in place of API_ANSWER), the others go to their stream.
 static void
 s_stream_piece (s_http_t *self, mx_cmd_API_CHUNK_t *chunk)
 {
-    s_request_t *request = (s_request_t *) zlistx_first (self->streaming);
-    while (request && request->tag != chunk->tag)
-        request = (s_request_t *) zlistx_next (self->streaming);
+    s_request_t *request = s_find_tag (self->streaming, chunk->tag);
     bool first = !request;
     if (first) {
-        request = (s_request_t *) zlistx_first (self->reading);
-        if (!request || request->tag != chunk->tag)
+        request = s_find_tag (self->reading, chunk->tag);
+        if (!request)
             return;                     //  its client left meanwhile (the reader was told)
         zlistx_delete (self->reading, zlistx_cursor (self->reading));
         request->http = self;
@@ -715,14 +763,14 @@ s_stream_piece (s_http_t *self, mx_cmd_API_CHUNK_t *chunk)
         s_resume (request);
 }
 
-//  The reader's answer: the waiting connection gets it.
+//  A reader's answer: the waiting connection gets it.
 static bool
 s_api_reader_ready (void *self_, void *arg)
 {
     s_http_t *self = (s_http_t *) self_;
-    (void) arg;
+    s_api_reader_t *reader = (s_api_reader_t *) arg;
     zmsg_t *rest = NULL;
-    mx_cmd_t cmd = mx_cmd_recv (zactor_sock (self->api_reader), &rest);
+    mx_cmd_t cmd = mx_cmd_recv (zactor_sock (reader->actor), &rest);
     if (!rest)
         return false;
     if (cmd == MX_CMD_API_CHUNK) {
@@ -735,9 +783,9 @@ s_api_reader_ready (void *self_, void *arg)
     assert (cmd == MX_CMD_API_ANSWER);
     mx_cmd_API_ANSWER_t answer;
     mx_cmd_API_ANSWER_take (&rest, &answer);
-    //  The reader answers the requests in the order sent: this is the oldest's.
-    s_request_t *request = (s_request_t *) zlistx_first (self->reading);
-    assert (request && request->tag == answer.tag);
+    //  A waiting request cannot leave (it is suspended): it is there.
+    s_request_t *request = s_find_tag (self->reading, answer.tag);
+    assert (request && request->reader == reader->index);
     zlistx_delete (self->reading, zlistx_cursor (self->reading));
     request->api_status = answer.status;
     request->api_etag = strdup (answer.etag);
@@ -981,8 +1029,9 @@ s_completed (void *cls, struct MHD_Connection *connection, void **request_p,
             scan = (s_request_t *) zlistx_next (self->streaming);
         if (scan)
             zlistx_delete (self->streaming, zlistx_cursor (self->streaming));
-        if (request->stream_state == 1 && self->api_reader)
-            mx_cmd_send (zactor_sock (self->api_reader), MX_CMD_API_MORE, request->tag, 0);
+        zactor_t *reader = self->api_readers [request->reader].actor;
+        if (request->stream_state == 1 && reader)
+            mx_cmd_send (zactor_sock (reader), MX_CMD_API_MORE, request->tag, 0);
         free (request->piece);
         free (request->next_piece);
     }
@@ -1176,11 +1225,19 @@ s_start (s_http_t *self, char **error)
                           &self->api_token, &self->api_token_length, error))
             return -1;
         self->api_reader_args = (mx_api_reader_args_t) { .name = self->name, .config = self->config };
-        self->api_reader = zactor_new (mx_api_reader_actor, &self->api_reader_args);
-        if (!self->api_reader) {
-            *error = strdup ("cannot start the read API's reader thread");
-            return -1;
+        self->api_reader_count = (size_t) self->config->api_readers;
+        assert (self->api_reader_count >= 1 && self->api_reader_count <= S_API_READERS_MAX);
+        for (size_t i = 0; i < self->api_reader_count; i++) {
+            self->api_readers [i].index = i;
+            self->api_readers [i].actor = zactor_new (mx_api_reader_actor, &self->api_reader_args);
+            if (!self->api_readers [i].actor) {
+                *error = zsys_sprintf ("cannot start reader thread %zu of the read API (msgx.api.readers %zu)",
+                                       i + 1, self->api_reader_count);
+                return -1;
+            }
         }
+        //  http parses and answers every read: it goes with the readers.
+        mx_api_reader_nice (self->config, self->name, "http");
         self->api.api = true;
         if (s_server_start (self, &self->api, false, self->config->api_bind, error))
             return -1;
@@ -1215,7 +1272,8 @@ s_stop (s_http_t *self)
         zlistx_delete (self->asking, zlistx_cursor (self->asking));
         s_resume (request);
     }
-    zactor_destroy (&self->api_reader);
+    for (size_t i = 0; i < self->api_reader_count; i++)
+        zactor_destroy (&self->api_readers [i].actor);
     while ((request = (s_request_t *) zlistx_first (self->reading))) {
         zlistx_delete (self->reading, zlistx_cursor (self->reading));
         s_resume (request);
@@ -1315,8 +1373,11 @@ s_sources (void *self_, mx_actor_source_t *sources, size_t max)
     for (size_t i = 0; i < 3; i++)
         if (servers [i]->daemon && count < max)
             sources [count++] = (mx_actor_source_t) { .fd = servers [i]->epoll_fd, .ready = s_mhd_ready };
-    if (self->api_reader && count < max)
-        sources [count++] = (mx_actor_source_t) { .sock = zactor_sock (self->api_reader), .ready = s_api_reader_ready };
+    for (size_t i = 0; i < self->api_reader_count && count < max; i++)
+        if (self->api_readers [i].actor)
+            sources [count++] = (mx_actor_source_t) { .sock = zactor_sock (self->api_readers [i].actor),
+                                                      .ready = s_api_reader_ready,
+                                                      .arg = &self->api_readers [i] };
     if (self->writer && count < max)
         sources [count++] = (mx_actor_source_t) { .sock = zactor_sock (self->writer), .ready = s_writer_ready };
     if (self->metrics && count < max)

@@ -337,6 +337,13 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
         "under the readers' own timeouts.",
     S_ADVICE (api_window_days) =
         "1 covers yesterday, today and tomorrow in the airport zone for GET /all/flights.",
+    S_ADVICE (api_readers) =
+        "Each reader holds a PostgreSQL session: 2 keeps single-flight reads answered while another "
+        "reader streams GET /all/flights or waits on a busy database; more only with cores to spare.",
+    S_ADVICE (api_nice) =
+        "Leave 0 unless reads must stay fast while a backlog drains on the same cores; then e.g. -5 "
+        "with LimitNICE=-5 (or CAP_SYS_NICE) in the unit. It orders msgxd's own threads only: "
+        "PostgreSQL's backends keep theirs.",
     S_ADVICE (admin_endpoint) =
         "An ipc:// path is mode 0600 (only the msgx user and root connect; see admin.group); under "
         "systemd ipc:///run/msgxd/admin.sock, which msgxctl uses by default. tcp:// has no "

@@ -1456,6 +1456,8 @@ s_check_http (const mx_config_t *self, zlist_t *errors)
     }
     s_int_range (self, errors, S_IDX (api_page_size), 1, 5000);
     s_int_range (self, errors, S_IDX (api_window_days), 0, 7);
+    s_int_range (self, errors, S_IDX (api_readers), 1, 16);
+    s_int_range (self, errors, S_IDX (api_nice), -20, 19);
     if (!self->http_compat_enabled)
         return;
     s_check_bind (self, errors, S_IDX (http_compat_bind));

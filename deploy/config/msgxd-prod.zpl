@@ -784,6 +784,24 @@ msgx
         #   /all/flights.
         window-days = 1
 
+        #   reader threads of the read API, each with its own PostgreSQL session
+        #   (1..16): a slow read holds up only its own reader.
+        #   Integer; default 2; environment MSGX_API_READERS.
+        #   Each reader holds a PostgreSQL session: 2 keeps single-flight reads
+        #   answered while another reader streams GET /all/flights or waits on a
+        #   busy database; more only with cores to spare.
+        readers = 2
+
+        #   nice value (-20..19) of the read API's threads (its readers and the
+        #   http thread): negative puts reads before processing when the cores
+        #   are busy (needs CAP_SYS_NICE or LimitNICE); 0 leaves them alone.
+        #   Integer; default 0; environment MSGX_API_NICE.
+        #   Leave 0 unless reads must stay fast while a backlog drains on the
+        #   same cores; then e.g. -5 with LimitNICE=-5 (or CAP_SYS_NICE) in the
+        #   unit. It orders msgxd's own threads only: PostgreSQL's backends keep
+        #   theirs.
+        nice = 0
+
     admin
         #   msgxctl endpoint, ipc:// (mode 0600, or 0660 with admin.group) or
         #   tcp:// (on loopback, or anywhere with admin.curve).

@@ -14,6 +14,9 @@
     - a stream failing after its first page (msgxd-hooked holds it between
       pages while the test locks the table) ends without its terminating
       chunk, the flights sent whole and an error member after them
+    - two readers: single flights answered by one while the other is held
+      between the pages of a stream, which then ends whole; msgx.api.nice
+      set on the readers and the http thread only
     - every answer valid against docs/api/openapi.json (mx-validate-api)
     - msgxctl flight FLID --history on both: the same state, the messages
       and events of the outbox
@@ -23,12 +26,14 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -720,6 +725,143 @@ test_stream_cut_short (void **state)
     s_validate (fx);
 }
 
+//  How many threads of process pid run at nice value nice (from
+//  /proc/PID/task/TID/stat: the 19th field, the 17th after the name).
+static int
+s_threads_at_nice (int pid, int nice)
+{
+    char path [64];
+    snprintf (path, sizeof path, "/proc/%d/task", pid);
+    int count = 0;
+    DIR *tids = opendir (path);
+    assert_non_null (tids);
+    struct dirent *entry;
+    while ((entry = readdir (tids))) {
+        if (entry->d_name [0] == '.')
+            continue;
+        char stat_path [400], line [1024];
+        snprintf (stat_path, sizeof stat_path, "%s/%s/stat", path, entry->d_name);
+        FILE *file = fopen (stat_path, "r");
+        if (!file)
+            continue;                   //  the thread ended meanwhile
+        char *got = fgets (line, sizeof line, file);
+        fclose (file);
+        char *scan = got ? strrchr (line, ')') : NULL;
+        assert_non_null (scan);
+        for (int field = 0; field < 17 && scan; field++)
+            scan = strchr (scan + 1, ' ');
+        assert_non_null (scan);
+        if (atoi (scan + 1) == nice)
+            count++;
+    }
+    closedir (tids);
+    return count;
+}
+
+//  A pool of readers (msgx.api.readers 2): while one reader is held
+//  between the pages of GET /all/flights (msgxd-hooked waits at the gate
+//  before each page but the first), reads of single flights are answered
+//  by the other, equal to the database; once the gate lets the stream go
+//  on, it ends whole. With one reader those reads would wait behind the
+//  stream (and this test would fail on the client's receive timeout).
+//  msgx.api.nice 5 is set on the readers and the http thread alone.
+static void
+test_readers_pool (void **state)
+{
+    fixture_t *fx = *state;
+    s_gen_today (fx);
+    char *gate = zsys_sprintf ("%s/gate", fx->dir);
+    assert_int_equal (mkfifo (gate, 0600), 0);
+    int http = mx_testenv_free_port (), api = mx_testenv_free_port ();
+    char msgxd [1200];
+    snprintf (msgxd, sizeof msgxd, "%s/test/integration/msgxd-hooked", fx->build);
+    const char *argv [] = { msgxd, NULL };
+    char **env = s_env (fx, "pool", http, api);
+    int last = 0;
+    while (env [last])
+        last++;
+    env [last++] = strdup ("MSGX_TEST_FAULT=api-gate");
+    env [last++] = zsys_sprintf ("MSGX_TEST_GATE=%s", gate);
+    env [last++] = strdup ("MSGX_API_READERS=2");
+    env [last++] = strdup ("MSGX_API_NICE=5");
+    mx_testproc_t *daemon = mx_testproc_new (argv, (const char *const *) env);
+    if (!mx_testproc_expect_stderr (daemon, "role active", WAIT_MS))
+        fail_msg ("msgxd-hooked did not become active: %s", mx_testproc_stderr (daemon));
+    fx->conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
+    assert_int_equal (PQstatus (fx->conn), CONNECTION_OK);
+    s_wait_processed (fx);
+    //  Every flight is in the window (generated for today): the stream
+    //  stops at the gate before each page after a full one.
+    PGresult *res = PQexec (fx->conn, "SELECT flid, state_version FROM flight_schd ORDER BY flid");
+    assert_int_equal (PQresultStatus (res), PGRES_TUPLES_OK);
+    int flights = PQntuples (res);
+    assert_true (flights > PAGE_SIZE);
+    int gates = flights / PAGE_SIZE;
+    printf ("# %d flights, the stream held %d times\n", flights, gates);
+
+    int sock = socket (AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons ((uint16_t) api) };
+    addr.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+    assert_int_equal (connect (sock, (struct sockaddr *) &addr, sizeof addr), 0);
+    const char *request = "GET /all/flights HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+    assert_int_equal (send (sock, request, strlen (request), 0), (ssize_t) strlen (request));
+    //  Open for writing returns once the stream's reader waits at the gate.
+    int gate_fd = open (gate, O_WRONLY);
+    assert_true (gate_fd >= 0);
+    int answered = 0;
+    for (int row = 0; row < flights; row += flights / 8, answered++) {
+        char path [64], etag [64], expected [64];
+        snprintf (path, sizeof path, "/flights/%s", PQgetvalue (res, row, 0));
+        snprintf (expected, sizeof expected, "\"%s\"", PQgetvalue (res, row, 1));
+        json_t *body = NULL;
+        assert_int_equal (s_get (fx, api, path, NULL, "/flights/{flid}", &body, etag, sizeof etag), 200);
+        assert_string_equal (etag, expected);
+        assert_int_equal (json_integer_value (json_object_get (body, "flid")), atoll (PQgetvalue (res, row, 0)));
+        json_decref (body);
+    }
+    printf ("# %d flights read while a stream was held at its second page\n", answered);
+    PQclear (res);
+    //  msgx.api.nice: the two readers and the http thread, no other.
+    assert_int_equal (s_threads_at_nice (mx_testproc_pid (daemon), 5), 3);
+    //  Let the stream go on: a byte for each page it stops at. The gate
+    //  stays open for writing until the stream ended, so bytes not read yet
+    //  stay in the pipe while the reader closes and opens it between pages.
+    char bytes [64];
+    assert_true (gates <= (int) sizeof bytes);
+    memset (bytes, 'g', sizeof bytes);
+    assert_int_equal (write (gate_fd, bytes, (size_t) gates), gates);
+    struct timeval timeout = { .tv_sec = 30 };
+    setsockopt (sock, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    zchunk_t *got = zchunk_new (NULL, 0);
+    char buf [65536];
+    ssize_t size;
+    while ((size = recv (sock, buf, sizeof buf, 0)) > 0)
+        zchunk_extend (got, buf, (size_t) size);
+    zchunk_extend (got, "", 1);
+    char *text = (char *) zchunk_data (got);
+    if (size != 0)
+        fail_msg ("the held stream did not end (%s) after %zu bytes: ...%s\n%s", strerror (errno),
+                  strlen (text), text + (strlen (text) > 200 ? strlen (text) - 200 : 0),
+                  mx_testproc_stderr (daemon));
+    close (sock);
+    close (gate_fd);
+    assert_true (strncmp (text, "HTTP/1.1 200", 12) == 0);
+    char *payload = NULL;
+    if (!mx_testhttp_dechunk (strstr (text, "\r\n\r\n") + 4, &payload))
+        fail_msg ("the held stream did not end whole: %.300s", text);
+    json_t *window = json_loads (payload, 0, NULL);
+    assert_non_null (window);
+    assert_int_equal (json_array_size (json_object_get (window, "flights")), flights);
+    fprintf (fx->answers, "200 /all/flights %s\n", payload);
+    json_decref (window);
+    free (payload);
+    zchunk_destroy (&got);
+    s_stop (&daemon);
+    s_env_free (env);
+    free (gate);
+    s_validate (fx);
+}
+
 //  Every answer kept matches the OpenAPI description.
 static void
 s_validate (fixture_t *fx)
@@ -747,6 +889,7 @@ main (void)
     const struct CMUnitTest tests [] = {
         cmocka_unit_test_setup_teardown (test_read_api, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_stream_cut_short, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_readers_pool, s_setup, s_teardown),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

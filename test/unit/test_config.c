@@ -455,6 +455,10 @@ test_validation_rules (void **state)
         { "msgx.http.max-body-bytes",           "0",        "at least 1" },
         { "msgx.http.max-connections",          "0",        "between 1 and 1024" },
         { "msgx.http.per-ip-connections",       "65",       "between 1 and 64" },
+        { "msgx.api.readers",                   "0",        "between 1 and 16" },
+        { "msgx.api.readers",                   "17",       "between 1 and 16" },
+        { "msgx.api.nice",                      "-21",      "between -20 and 19" },
+        { "msgx.api.nice",                      "20",       "between -20 and 19" },
         { "msgx.http.compat.allow",             "10.0.0.0/33", "at most 32" },
         { "msgx.http.compat.allow",             "10.1.2.3/8", "beyond the prefix" },
         { "msgx.http.compat.allow",             "aodb.example", "not an IPv4 or IPv6" },
@@ -514,6 +518,10 @@ test_validation_rules (void **state)
         { "msgx.admin.group",                "msgx-no-such-group" },
         { "mailbox.shared-mysql.port",       "65535" },
         { "msgx.health.backlog-cache-ttl-ms", "0" },
+        { "msgx.api.readers",                "1" },
+        { "msgx.api.readers",                "16" },
+        { "msgx.api.nice",                   "-20" },
+        { "msgx.api.nice",                   "19" },
     };
     for (size_t i = 0; i < sizeof good / sizeof good [0]; i++) {
         mx_config_t *config = mx_config_new_defaults ();
