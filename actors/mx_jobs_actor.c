@@ -232,8 +232,8 @@ s_turn (s_jobs_t *self)
     const char *names [] = { "", "history sweep", "snapshot log retention", "archive", "raw text retention",
                              "outbox retention" };
     mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:s}", "error_class", "INFRA"),
-                 "%s failed: %s; the daily jobs run again in %d minutes", names [self->step],
-                 error ? error : "unknown error", S_RETRY_MS / 60000);
+                 "%s failed: %s; %s in %d minutes", names [self->step], error ? error : "unknown error",
+                 self->step == S_OUTBOX ? "the next pass" : "the daily jobs run again", S_RETRY_MS / 60000);
     free (error);
     if (mx_pg_is_connection_error (self->pg))
         mx_pg_disconnect (&self->pg);
