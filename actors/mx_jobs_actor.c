@@ -12,6 +12,8 @@
 
 #include "mx_flight.h"
 #include "mx_log.h"
+#include "mx_metrics.h"
+#include "mx_outbox.h"
 #include "mx_pg.h"
 #include "mx_rawstore.h"
 
@@ -22,7 +24,9 @@
 #define S_RETRY_MS (5 * 60 * 1000)
 #define S_DAY_MS (24LL * 3600 * 1000)
 
-typedef enum { S_IDLE, S_HISTORY, S_SNAP_LOG, S_ARCHIVE, S_RAW } s_step_t;
+//  S_OUTBOX is a pass of its own (msgx.outbox.purge-period), not part of
+//  the daily run.
+typedef enum { S_IDLE, S_HISTORY, S_SNAP_LOG, S_ARCHIVE, S_RAW, S_OUTBOX } s_step_t;
 
 typedef struct {
     zsock_t *pipe;
@@ -45,6 +49,14 @@ typedef struct {
     int64_t snap_log_deleted;
     int64_t archived;
     int64_t raw_deleted;
+    //  Outbox retention: the next pass, and the current one.
+    int64_t outbox_next;        //  INT64_MAX: retention 0, never
+    int64_t outbox_before;
+    mx_outbox_purge_t outbox_walk;
+    int64_t outbox_deleted;
+    mx_metrics_counter_t *purged_msg;
+    mx_metrics_counter_t *purged_schd;
+    mx_metrics_counter_t *purged_ref;
 } s_jobs_t;
 
 int64_t
@@ -90,6 +102,36 @@ s_begin_run (s_jobs_t *self)
     self->step = S_HISTORY;
 }
 
+static void
+s_begin_outbox (s_jobs_t *self)
+{
+    self->outbox_before = mx_clock_now (self->clock) - self->config->outbox_retention;
+    self->outbox_walk = (mx_outbox_purge_t) { 0 };
+    self->outbox_deleted = 0;
+    self->step = S_OUTBOX;
+}
+
+//  One page of the outbox pass; back to idle when the walk is done.
+static int
+s_outbox_step (s_jobs_t *self, char **error)
+{
+    if (mx_outbox_purge (self->pg, self->outbox_before, S_BATCH, &self->outbox_walk, error))
+        return -1;
+    const mx_outbox_purge_t *walk = &self->outbox_walk;
+    mx_metrics_add (self->purged_msg, (uint64_t) walk->deleted_msg);
+    mx_metrics_add (self->purged_schd, (uint64_t) walk->deleted_schd);
+    mx_metrics_add (self->purged_ref, (uint64_t) walk->deleted_ref);
+    self->outbox_deleted += walk->deleted_msg + walk->deleted_schd + walk->deleted_ref;
+    if (!walk->done)
+        return 0;
+    mx_log_emit (MX_LOG_INFO, ACTOR, json_pack ("{s:I}", "outbox_purged", (json_int_t) self->outbox_deleted),
+                 "outbox retention: %" PRId64 " delivered event%s deleted", self->outbox_deleted,
+                 self->outbox_deleted == 1 ? "" : "s");
+    self->step = S_IDLE;
+    self->outbox_next = mx_clock_now (self->clock) + self->config->outbox_purge_period;
+    return 0;
+}
+
 //  The store is off: say what would move, move nothing.
 static int
 s_history_disabled (s_jobs_t *self, char **error)
@@ -112,6 +154,8 @@ s_run_step (s_jobs_t *self, char **error)
         return -1;
     int64_t now = mx_clock_now (self->clock);
     int done = 0;
+    if (self->step == S_OUTBOX)
+        return s_outbox_step (self, error);
     switch (self->step) {
         case S_HISTORY: {
             if (!self->config->history_history_store_enabled) {
@@ -142,6 +186,7 @@ s_run_step (s_jobs_t *self, char **error)
             self->raw_deleted += done;
             break;
         case S_IDLE:
+        case S_OUTBOX:
             assert (!"jobs: no step to run");
     }
     if (done == S_BATCH)
@@ -170,25 +215,37 @@ static void
 s_turn (s_jobs_t *self)
 {
     if (self->step == S_IDLE) {
-        if (mx_clock_now (self->clock) < self->next_run)
+        int64_t now = mx_clock_now (self->clock);
+        if (now >= self->next_run)
+            s_begin_run (self);
+        else
+        if (now >= self->outbox_next)
+            s_begin_outbox (self);
+        else
             return;
-        s_begin_run (self);
     }
     char *error = NULL;
     if (s_run_step (self, &error) == 0)
         return;
     //  Committed batches stay; the run starts over later and finds only
     //  what is left.
-    const char *names [] = { "", "history sweep", "snapshot log retention", "archive", "raw text retention" };
+    const char *names [] = { "", "history sweep", "snapshot log retention", "archive", "raw text retention",
+                             "outbox retention" };
     mx_log_emit (MX_LOG_WARN, ACTOR, json_pack ("{s:s}", "error_class", "INFRA"),
-                 "%s failed: %s; the daily jobs run again in %d minutes", names [self->step],
-                 error ? error : "unknown error", S_RETRY_MS / 60000);
+                 "%s failed: %s; %s in %d minutes", names [self->step], error ? error : "unknown error",
+                 self->step == S_OUTBOX ? "the next pass" : "the daily jobs run again", S_RETRY_MS / 60000);
     free (error);
     if (mx_pg_is_connection_error (self->pg))
         mx_pg_disconnect (&self->pg);
+    //  A failed outbox pass waits for its own retry; the daily run keeps
+    //  its time.
+    if (self->step == S_OUTBOX)
+        self->outbox_next = mx_clock_now (self->clock) + S_RETRY_MS;
+    else {
+        self->last_day = -1;
+        self->next_run = mx_clock_now (self->clock) + S_RETRY_MS;
+    }
     self->step = S_IDLE;
-    self->last_day = -1;
-    self->next_run = mx_clock_now (self->clock) + S_RETRY_MS;
 }
 
 static bool
@@ -210,9 +267,14 @@ s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
             char *detail = zsys_sprintf ("daily after %02d:%02d %s; history store %s", run_at / 60, run_at % 60,
                                          mx_tz_name (self->zone),
                                          self->config->history_history_store_enabled ? "on" : "off (nothing deleted)");
+            //  The times before the answer: a clock that moves once the
+            //  actor has started finds them set.
+            self->next_run = mx_jobs_next_run (self->zone, run_at, mx_clock_now (self->clock), -1);
+            //  The first pass one period after the start, then every period.
+            self->outbox_next = self->config->outbox_retention > 0
+                              ? mx_clock_now (self->clock) + self->config->outbox_purge_period : INT64_MAX;
             mx_actor_reply_started (self->pipe, detail);
             free (detail);
-            self->next_run = mx_jobs_next_run (self->zone, run_at, mx_clock_now (self->clock), -1);
             break;
         }
         case MX_CMD_PAUSE:
@@ -230,7 +292,9 @@ static int64_t
 s_deadline (void *self_)
 {
     s_jobs_t *self = (s_jobs_t *) self_;
-    return self->step != S_IDLE ? INT64_MIN : self->next_run;
+    if (self->step != S_IDLE)
+        return INT64_MIN;
+    return self->next_run < self->outbox_next ? self->next_run : self->outbox_next;
 }
 
 static void
@@ -253,6 +317,11 @@ mx_jobs_actor (zsock_t *pipe, void *args)
     self->step = S_IDLE;
     self->next_run = INT64_MAX;
     self->last_day = -1;
+    self->outbox_next = INT64_MAX;
+    const char *help = "Delivered events the outbox retention deleted (msgx.outbox.retention)";
+    self->purged_msg = mx_metrics_counter_by ("msgx_outbox_purged_total", help, "target", MX_OUTBOX_TARGET_MSG);
+    self->purged_schd = mx_metrics_counter_by ("msgx_outbox_purged_total", help, "target", MX_OUTBOX_TARGET_SCHD);
+    self->purged_ref = mx_metrics_counter_by ("msgx_outbox_purged_total", help, "target", MX_OUTBOX_TARGET_REF);
 
     mx_actor_ops_t ops = { .command = s_command, .deadline = s_deadline, .wake = s_wake };
     mx_actor_run (pipe, self->clock, &ops, self);

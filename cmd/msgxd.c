@@ -220,6 +220,12 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
         "Lower only to save space.",
     S_ADVICE (archive_after_days) =
         "A message can only be replayed while its row is live: raise it if operators replay older messages.",
+    S_ADVICE (outbox_retention) =
+        "Delivered events are kept this long for msgxctl show and for forensics; DEAD and PENDING "
+        "events are never deleted, whatever their age. The outbox holds about retention x events a "
+        "day (two a flight change) at some 2 KB each (docs/operations.md).",
+    S_ADVICE (outbox_purge_period) =
+        "Rarely changed: each pass deletes in transactions of 500 rows.",
     S_ADVICE (shadow) =
         "true on a shadow instance that reads the production mailbox beside the live system: it "
         "writes no mark, no compat row and no request.",

@@ -1896,6 +1896,8 @@ mx_config_validate (const mx_config_t *self, zlist_t *errors)
     s_int_range (self, problems, S_IDX (history_quiet_days), 0, INT32_MAX);
     s_int_range (self, problems, S_IDX (history_snap_log_retention_days), 1, INT32_MAX);
     s_int_range (self, problems, S_IDX (archive_after_days), 1, INT32_MAX);
+    s_duration_range (self, problems, S_IDX (outbox_retention), 0, INT64_MAX);
+    s_duration_range (self, problems, S_IDX (outbox_purge_period), 1000, INT64_MAX);
     s_duration_range (self, problems, S_IDX (requests_timeout), 1, INT64_MAX);
     s_duration_range (self, problems, S_IDX (http_idle_timeout), 1000, 3600 * 1000);
     s_duration_range (self, problems, S_IDX (api_statement_timeout), 100, 60 * 1000);

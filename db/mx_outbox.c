@@ -488,3 +488,62 @@ failed:;
     free (ignored);
     return -1;
 }
+
+//  ---------------------------------------------------------------------
+//  Retention
+
+int
+mx_outbox_purge (PGconn *conn, int64_t before_ms, int limit, mx_outbox_purge_t *walk, char **error)
+{
+    assert (conn && walk && limit >= 1);
+    walk->deleted_msg = walk->deleted_schd = walk->deleted_ref = 0;
+    char after [MX_PG_INT64_BUFSIZE], limit_text [MX_PG_INT64_BUFSIZE], before [MX_PG_INT64_BUFSIZE];
+    const char *params [] = {
+        mx_pg_int64_text (walk->after_id, after), mx_pg_int64_text (limit, limit_text),
+        mx_pg_int64_text (before_ms, before)
+    };
+    PGresult *res = NULL;
+    //  One statement, so one short transaction. The page is a range of the
+    //  primary key; the rows to delete are probed by key again (= ANY of an
+    //  array keeps the planner from joining the page to the whole table).
+    //  A row changed meanwhile is checked again by the DELETE (still SENT).
+    //  The compacted keys' older open events are probes of
+    //  msg_event_schd_open_idx (FLID), msg_event_dead_idx and
+    //  msg_event_pending_idx (LIST:KEY).
+    int rc = mx_pg_exec (conn,
+        "WITH page AS MATERIALIZED (SELECT event_id, state, sent_at, created_at FROM msg_event"
+        "  WHERE event_id > $1::bigint ORDER BY event_id LIMIT $2::integer),"
+        " gone AS (DELETE FROM msg_event e"
+        "  WHERE e.event_id = ANY (ARRAY (SELECT event_id FROM page"
+        "   WHERE state = 'SENT' AND sent_at < " TS (3) "))"
+        "  AND e.state = 'SENT'"
+        "  AND NOT (e.target = '" MX_OUTBOX_TARGET_SCHD "' AND EXISTS (SELECT 1 FROM msg_event o"
+        "   WHERE o.target = '" MX_OUTBOX_TARGET_SCHD "' AND o.state IN ('PENDING', 'DEAD')"
+        "   AND o.flid = e.flid AND o.event_id < e.event_id))"
+        "  AND NOT (e.target = '" MX_OUTBOX_TARGET_REF "' AND (EXISTS (SELECT 1 FROM msg_event o"
+        "    WHERE o.target = '" MX_OUTBOX_TARGET_REF "' AND o.state = 'DEAD'"
+        "    AND o.partition_key = e.partition_key AND o.event_id < e.event_id)"
+        "   OR EXISTS (SELECT 1 FROM msg_event o"
+        "    WHERE o.target = '" MX_OUTBOX_TARGET_REF "' AND o.state = 'PENDING'"
+        "    AND o.partition_key = e.partition_key AND o.event_id < e.event_id)))"
+        "  RETURNING e.target)"
+        " SELECT (SELECT count(*) FROM page), coalesce ((SELECT max (event_id) FROM page), $1::bigint),"
+        "  coalesce ((SELECT bool_or (created_at >= " TS (3) ") FROM page), false),"
+        "  (SELECT count(*) FROM gone WHERE target = '" MX_OUTBOX_TARGET_MSG "'),"
+        "  (SELECT count(*) FROM gone WHERE target = '" MX_OUTBOX_TARGET_SCHD "'),"
+        "  (SELECT count(*) FROM gone WHERE target = '" MX_OUTBOX_TARGET_REF "')",
+        3, params, &res, error);
+    if (rc)
+        return -1;
+    int64_t examined = mx_pg_get_int64 (res, 0, 0);
+    walk->after_id = mx_pg_get_int64 (res, 0, 1);
+    //  Events are created in event_id order (each writer draws its ids in
+    //  its transaction), so past one created after the cut-off, none can
+    //  have been sent before it.
+    walk->done = examined < limit || strcmp (PQgetvalue (res, 0, 2), "t") == 0;
+    walk->deleted_msg = (int) mx_pg_get_int64 (res, 0, 3);
+    walk->deleted_schd = (int) mx_pg_get_int64 (res, 0, 4);
+    walk->deleted_ref = (int) mx_pg_get_int64 (res, 0, 5);
+    PQclear (res);
+    return 0;
+}

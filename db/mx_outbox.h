@@ -169,4 +169,27 @@ int mx_outbox_replay_candidates (PGconn *conn, const int64_t *ids, size_t count,
 int mx_outbox_replay (PGconn *conn, const int64_t *ids, size_t count, const char *os_user, int64_t now_ms,
                       int *moved, char **error);
 
+//  ---------------------------------------------------------------------
+//  Retention (msgx.outbox.retention, the jobs actor)
+//
+//  A pass walks the outbox in event_id order, a page of rows per call, and
+//  deletes the SENT events of the page sent before the cut-off. PENDING and
+//  DEAD events are never deleted. A SENT event of a compacted topic
+//  (KAFKA:schd, KAFKA:ref) stays while an older PENDING or DEAD event of
+//  its key exists: a dead-letter replay takes the newest event of a key for
+//  its newest state, and must keep finding this one.
+
+typedef struct {
+    int64_t after_id;                   //  in/out: the walk's position, 0 to start a pass
+    bool done;                          //  out: nothing further can be due (page short, or
+                                        //  it reached events created after the cut-off)
+    int deleted_msg;                    //  out: rows deleted by this call, per target
+    int deleted_schd;
+    int deleted_ref;
+} mx_outbox_purge_t;
+
+//  One page of up to limit events after walk->after_id, in its own
+//  transaction (a short one: the page's rows only).
+int mx_outbox_purge (PGconn *conn, int64_t before_ms, int limit, mx_outbox_purge_t *walk, char **error);
+
 #endif

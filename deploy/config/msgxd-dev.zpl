@@ -420,6 +420,24 @@ msgx
         #   Lower only to save space.
         snap-log-retention-days = 90
 
+    outbox
+        #   how long a delivered (SENT) event stays in the outbox before the
+        #   jobs actor deletes it; 0 = kept for ever.
+        #   Duration (500ms, 30s, 10m, 2h, 30d); default 7d; environment
+        #   MSGX_OUTBOX_RETENTION.
+        #   Delivered events are kept this long for msgxctl show and for
+        #   forensics; DEAD and PENDING events are never deleted, whatever their
+        #   age. The outbox holds about retention x events a day (two a flight
+        #   change) at some 2 KB each (docs/operations.md).
+        retention = 7d
+
+        #   how often the jobs actor deletes the delivered events older than
+        #   msgx.outbox.retention.
+        #   Duration (500ms, 30s, 10m, 2h, 30d); default 10m; environment
+        #   MSGX_OUTBOX_PURGE_PERIOD.
+        #   Rarely changed: each pass deletes in transactions of 500 rows.
+        purge-period = 10m
+
     archive
         #   terminal proc_state rows older than this with a settled mark move to
         #   proc_state_hst.

@@ -15,7 +15,9 @@
 
 #include "mx_actor.h"
 #include "mx_config.h"
+#include "mx_metrics.h"
 #include "mx_migrate.h"
+#include "mx_outbox.h"
 #include "mx_pg.h"
 #include "mx_procstate.h"
 #include "mx_rawstore.h"
@@ -327,6 +329,112 @@ test_batches_are_bounded_and_skip_held_rows (void **state)
     mx_pg_disconnect (&processor);
 }
 
+//  Outbox retention 2 days (T0 is 2026-01-19 19:00Z). Delivered events
+//  older than that go; PENDING and DEAD ones never; on the compacted
+//  topics a SENT event stays while an older DEAD event of its key does, so
+//  that a dead-letter replay keeps refusing that older state.
+static const char *s_outbox_sql =
+    "CREATE TRIGGER mx_test_watch AFTER INSERT OR UPDATE OR DELETE ON msg_event"
+    " FOR EACH STATEMENT EXECUTE FUNCTION mx_test_watch ();"
+    "INSERT INTO msg_event (event_id, target, partition_key, event_type, flid, state_version, payload, state,"
+    " last_error, sent_at, created_at) VALUES"
+    " (1001, 'KAFKA:schd', '201', 'UPSERT', 201, 1, '{}', 'DEAD', 'refused', NULL, '2026-01-09 19:00Z'),"
+    " (1002, 'KAFKA:msg', '201', 'UPSERT', 201, 1, '{}', 'PENDING', NULL, NULL, '2026-01-09 19:00Z'),"
+    " (1003, 'KAFKA:msg', '202', 'UPSERT', 202, 1, '{}', 'DEAD', 'refused', NULL, '2026-01-09 19:00Z'),"
+    " (1004, 'KAFKA:ref', 'L:K', 'UPSERT', 0, 1, '{}', 'DEAD', 'refused', NULL, '2026-01-09 19:00Z'),"
+    " (1005, 'KAFKA:schd', '201', 'UPSERT', 201, 2, '{}', 'SENT', NULL, '2026-01-14 19:00Z', '2026-01-14 19:00Z'),"
+    " (1006, 'KAFKA:schd', '202', 'UPSERT', 202, 1, '{}', 'SENT', NULL, '2026-01-14 19:00Z', '2026-01-14 19:00Z'),"
+    " (1007, 'KAFKA:schd', '202', 'UPSERT', 202, 2, '{}', 'SENT', NULL, '2026-01-15 19:00Z', '2026-01-15 19:00Z'),"
+    " (1008, 'KAFKA:ref', 'L:K', 'UPSERT', 0, 2, '{}', 'SENT', NULL, '2026-01-15 19:00Z', '2026-01-15 19:00Z'),"
+    " (1009, 'KAFKA:ref', 'L:J', 'UPSERT', 0, 1, '{}', 'SENT', NULL, '2026-01-15 19:00Z', '2026-01-15 19:00Z'),"
+    " (1010, 'KAFKA:schd', '203', 'UPSERT', 203, 1, '{}', 'SENT', NULL, '2026-01-15 19:00Z', '2026-01-15 19:00Z'),"
+    " (1011, 'KAFKA:schd', '203', 'UPSERT', 203, 2, '{}', 'DEAD', 'refused', NULL, '2026-01-16 19:00Z'),"
+    " (1012, 'KAFKA:msg', '204', 'UPSERT', 204, 1, '{}', 'SENT', NULL, '2026-01-16 19:00Z', '2026-01-16 19:00Z'),"
+    " (1013, 'KAFKA:msg', '205', 'UPSERT', 205, 1, '{}', 'SENT', NULL, '2026-01-18 19:00Z', '2026-01-18 19:00Z');";
+
+static uint64_t
+s_purged (const char *target)
+{
+    return mx_metrics_counter_value (mx_metrics_counter_by ("msgx_outbox_purged_total", NULL, "target", target));
+}
+
+static void
+test_outbox_retention (void **state)
+{
+    fixture_t *fx = *state;
+    s_set (fx->config, "msgx.outbox.retention", "2d");
+    s_set (fx->config, "msgx.outbox.purge-period", "1h");
+    mx_testpg_exec (fx->conn, s_outbox_sql);
+    uint64_t msg = s_purged (MX_OUTBOX_TARGET_MSG), schd = s_purged (MX_OUTBOX_TARGET_SCHD),
+             ref = s_purged (MX_OUTBOX_TARGET_REF);
+    char *detail = NULL;
+    s_start (fx, &detail);
+    free (detail);
+    //  Nothing before the first pass, one period after the start.
+    mx_clock_advance (fx->clock, HOUR_MS - 1);
+    mx_testpg_expect (fx->conn, "SELECT count(*) FROM msg_event WHERE event_id > 1000", "13");
+    mx_clock_advance (fx->clock, 1);
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 8 FROM msg_event WHERE event_id > 1000");
+    mx_testpg_expect (fx->conn, "SELECT string_agg (event_id::text, ',' ORDER BY event_id) FROM msg_event"
+                                " WHERE event_id > 1000", "1001,1002,1003,1004,1005,1008,1011,1013");
+
+    //  Replay of dead events inside the retention: the older dead states
+    //  are still refused for the newer one delivered, the newest goes.
+    char *error = NULL, *json = NULL;
+    int64_t ids [] = { 1001, 1004, 1011 };
+    if (mx_outbox_replay_candidates (fx->conn, ids, 3, false, &json, &error))
+        fail_msg ("candidates: %s", error);
+    assert_non_null (strstr (json, "superseded by event 1005 (SENT)"));
+    assert_non_null (strstr (json, "superseded by event 1008 (SENT)"));
+    assert_non_null (strstr (json, "\"event_id\" : 1011, \"target\" : \"KAFKA:schd\""));
+    free (json);
+    int moved = 0;
+    if (mx_outbox_replay (fx->conn, ids, 3, "tester", T0, &moved, &error))
+        fail_msg ("replay: %s", error);
+    assert_int_equal (moved, 1);
+    mx_testpg_expect (fx->conn, "SELECT state FROM msg_event WHERE event_id = 1011", "PENDING");
+
+    //  The next pass, two days on, takes what has aged since; PENDING and
+    //  DEAD rows stay whatever their age.
+    mx_clock_advance (fx->clock, 2 * DAY_MS);
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 7 FROM msg_event WHERE event_id > 1000");
+    mx_testpg_expect (fx->conn, "SELECT string_agg (event_id || ':' || state, ',' ORDER BY event_id) FROM msg_event"
+                                " WHERE event_id > 1000",
+                      "1001:DEAD,1002:PENDING,1003:DEAD,1004:DEAD,1005:SENT,1008:SENT,1011:PENDING");
+    //  The metrics, once the actor has stopped (it counts after each commit).
+    zactor_destroy (&fx->actor);
+    assert_int_equal (s_purged (MX_OUTBOX_TARGET_MSG) - msg, 2);
+    assert_int_equal (s_purged (MX_OUTBOX_TARGET_SCHD) - schd, 3);
+    assert_int_equal (s_purged (MX_OUTBOX_TARGET_REF) - ref, 1);
+}
+
+//  A pass walks the outbox a page at a time and stops at the events
+//  created after the cut-off.
+static void
+test_outbox_purge_pages (void **state)
+{
+    fixture_t *fx = *state;
+    mx_testpg_exec (fx->conn, s_outbox_sql);
+    char *error = NULL;
+    PGconn *conn = mx_pg_connect (mx_testpg_conninfo (fx->pg), "test-jobs", 30000, &error);
+    assert_non_null (conn);
+    mx_outbox_purge_t walk = { 0 };
+    int64_t before = T0 - 2 * DAY_MS;
+    int deleted = 0, pages = 0;
+    while (!walk.done) {
+        if (mx_outbox_purge (conn, before, 2, &walk, &error))
+            fail_msg ("purge: %s", error);
+        deleted += walk.deleted_msg + walk.deleted_schd + walk.deleted_ref;
+        pages++;
+        assert_true (pages < 20);
+    }
+    assert_int_equal (deleted, 5);
+    //  1001..1013 in pages of two: the page of 1013 (created 01-18) ends it.
+    assert_int_equal (pages, 7);
+    assert_int_equal (walk.after_id, 1013);
+    mx_pg_disconnect (&conn);
+}
+
 int
 main (void)
 {
@@ -335,6 +443,8 @@ main (void)
         cmocka_unit_test_setup_teardown (test_daily_run_moves_history_trims_log_and_archives, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_disabled_store_deletes_nothing, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_batches_are_bounded_and_skip_held_rows, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_outbox_retention, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_outbox_purge_pages, s_setup, s_teardown),
     };
     int failed = cmocka_run_group_tests (tests, NULL, NULL);
     zsys_shutdown ();
