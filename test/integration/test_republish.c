@@ -34,6 +34,7 @@
 #include <libpq-fe.h>
 
 #include "mx_migrate.h"
+#include "mx_testdaemon.h"
 #include "mx_testenv.h"
 #include "mx_testproc.h"
 
@@ -70,41 +71,6 @@ static const char *s_watch_sql =
     "CREATE TRIGGER mx_test_watch AFTER INSERT OR UPDATE ON republish_job"
     " FOR EACH STATEMENT EXECUTE FUNCTION mx_test_watch ();"
     "LISTEN mx_test;";
-
-static char **
-s_env (fixture_t *fx, const char *rate)
-{
-    char **env = calloc (24, sizeof *env);
-    int n = 0;
-    env [n++] = zsys_sprintf ("MSGX_PG_CONNINFO=%s", mx_testpg_conninfo (fx->pg));
-    env [n++] = zsys_sprintf ("MSGX_ADMIN_ENDPOINT=ipc://%s/admin.sock", fx->dir);
-    env [n++] = zsys_sprintf ("MSGX_KAFKA_BOOTSTRAP_SERVERS=%s", mx_testkafka_bootstraps (fx->kafka));
-    env [n++] = zsys_sprintf ("MSGX_REPUBLISH_RATE=%s", rate);
-    fx->http_port = mx_testenv_free_port ();
-    env [n++] = zsys_sprintf ("MSGX_HTTP_BIND=127.0.0.1:%d", fx->http_port);
-    env [n++] = strdup ("MSGX_SCHD_FLUSH_PERIOD=100ms");
-    env [n++] = strdup ("MSGX_PIPELINE_AUTOSTART=true");
-    env [n++] = strdup ("MSGX_PIPELINE_POLL_INTERVAL=50ms");
-    env [n++] = strdup ("MSGX_PIPELINE_MAX_ATTEMPTS=1");
-    env [n++] = strdup ("MSGX_LOG_LEVEL=info");
-    env [n++] = strdup ("MAILBOX_SHARED_MYSQL_ENABLED=true");
-    env [n++] = zsys_sprintf ("MAILBOX_SHARED_MYSQL_HOST=%s", mx_testmb_host (fx->mb));
-    env [n++] = zsys_sprintf ("MAILBOX_SHARED_MYSQL_PORT=%d", mx_testmb_port (fx->mb));
-    env [n++] = zsys_sprintf ("MAILBOX_SHARED_MYSQL_USER=%s", mx_testmb_user (fx->mb));
-    env [n++] = zsys_sprintf ("MAILBOX_SHARED_MYSQL_PASSWORD=%s", mx_testmb_password (fx->mb));
-    env [n++] = zsys_sprintf ("MAILBOX_SHARED_MYSQL_DATABASE=%s", mx_testmb_database (fx->mb));
-    env [n++] = strdup ("MAILBOX_SHARED_MYSQL_TIME_ZONE=+00:00");
-    env [n] = NULL;
-    return env;
-}
-
-static void
-s_env_free (char **env)
-{
-    for (int i = 0; env [i]; i++)
-        free (env [i]);
-    free (env);
-}
 
 static int
 s_setup (void **state)
@@ -157,28 +123,17 @@ s_teardown (void **state)
 static mx_testproc_t *
 s_start (fixture_t *fx, const char *rate)
 {
-    char msgxd [1200];
-    snprintf (msgxd, sizeof msgxd, "%s/cmd/msgxd", fx->build);
-    const char *argv [] = { msgxd, NULL };
-    char **env = s_env (fx, rate);
-    mx_testproc_t *daemon = mx_testproc_new (argv, (const char *const *) env);
-    s_env_free (env);
-    if (!mx_testproc_expect_stderr (daemon, "role active", WAIT_MS))
-        fail_msg ("msgxd did not become active: %s", mx_testproc_stderr (daemon));
+    mx_testdaemon_env_t env;
+    mx_testdaemon_env_init (&env, fx->pg, fx->mb, fx->dir, "admin.sock", 0);
+    fx->http_port = env.http_port;
+    mx_testdaemon_env_add (&env, "MSGX_KAFKA_BOOTSTRAP_SERVERS=%s", mx_testkafka_bootstraps (fx->kafka));
+    mx_testdaemon_env_add (&env, "MSGX_REPUBLISH_RATE=%s", rate);
+    mx_testdaemon_env_add (&env, "MSGX_SCHD_FLUSH_PERIOD=100ms");
+    mx_testdaemon_env_add (&env, "MSGX_PIPELINE_MAX_ATTEMPTS=1");
+    mx_testdaemon_env_add (&env, "MSGX_LOG_LEVEL=info");
+    mx_testproc_t *daemon = mx_testdaemon_start ("cmd/msgxd", &env, "active");
+    mx_testdaemon_env_free (&env);
     return daemon;
-}
-
-static void
-s_stop (mx_testproc_t **daemon)
-{
-    mx_testproc_signal (*daemon, SIGTERM);
-    int wstatus = 0;
-    assert_int_equal (mx_testproc_wait (*daemon, WAIT_MS, &wstatus), 0);
-    if (getenv ("MX_TEST_DUMP"))
-        fprintf (stderr, "%s", mx_testproc_stderr (*daemon));
-    assert_true (WIFEXITED (wstatus));
-    assert_int_equal (WEXITSTATUS (wstatus), 0);
-    mx_testproc_destroy (daemon);
 }
 
 //  msgxctl ARGS... against the daemon, which must exit with code
@@ -473,7 +428,7 @@ test_reference_topic (void **state)
     assert_int_equal (s_metric (fx, series), strtoll (entries, NULL, 10));
     assert_true (s_metric (fx, "msgx_events_sent_total{target=\"KAFKA:ref\"}") >= 2 * strtoll (entries, NULL, 10));
     free (entries);
-    s_stop (&daemon);
+    mx_testdaemon_stop (&daemon);
 }
 
 static void
@@ -626,7 +581,7 @@ test_republish_day (void **state)
                                 " WHERE action = 'republish'", "refused,dry-run,ok,refused,refused,ok,ok");
     free (flights);
     free (before);
-    s_stop (&daemon);
+    mx_testdaemon_stop (&daemon);
 }
 
 int
