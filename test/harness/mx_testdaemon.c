@@ -79,6 +79,33 @@ mx_testdaemon_start (const char *program, const mx_testdaemon_env_t *env, const 
     return daemon;
 }
 
+long long
+mx_testdaemon_wait_processed (PGconn *conn, mx_testmb_t *mb, bool outbox)
+{
+    MYSQL *mysql = mx_testmb_connect (mb);
+    if (mysql_query (mysql, "SELECT COUNT(*) FROM CMINMSGS"))
+        fail_msg ("counting the mailbox's messages: %s", mysql_error (mysql));
+    MYSQL_RES *res = mysql_store_result (mysql);
+    MYSQL_ROW row = res ? mysql_fetch_row (res) : NULL;
+    if (!row || !row [0])
+        fail_msg ("counting the mailbox's messages: no answer");
+    char total [32];
+    snprintf (total, sizeof total, "%s", row [0]);
+    mysql_free_result (res);
+    mysql_close (mysql);
+    const char *params [] = { total };
+    if (outbox)
+        mx_testpg_wait_params (conn,
+            "SELECT count(*) FILTER (WHERE state IN ('SUCCEEDED', 'SKIPPED', 'DEAD')) >= $1::bigint"
+            "   AND count(*) FILTER (WHERE state IN ('PENDING', 'FAILED')) = 0"
+            "   AND NOT EXISTS (SELECT 1 FROM msg_event WHERE state = 'PENDING') FROM proc_state", 1, params);
+    else
+        mx_testpg_wait_params (conn,
+            "SELECT count(*) FILTER (WHERE state IN ('SUCCEEDED', 'SKIPPED', 'DEAD')) >= $1::bigint"
+            "   AND count(*) FILTER (WHERE state IN ('PENDING', 'FAILED')) = 0 FROM proc_state", 1, params);
+    return strtoll (total, NULL, 10);
+}
+
 void
 mx_testdaemon_stop (mx_testproc_t **daemon_p)
 {

@@ -8,6 +8,7 @@
 #ifndef MX_TESTDAEMON_H_INCLUDED
 #define MX_TESTDAEMON_H_INCLUDED
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "mx_testenv.h"
@@ -42,6 +43,13 @@ void
 //  with its stderr.
 mx_testproc_t *
     mx_testdaemon_start (const char *program, const mx_testdaemon_env_t *env, const char *role);
+
+//  Waits until msgxd has settled every message of the mailbox in
+//  PostgreSQL (conn): as many SUCCEEDED, SKIPPED or DEAD, none PENDING or
+//  FAILED; with outbox, no event PENDING in the outbox either. Returns the
+//  number of messages in the mailbox.
+long long
+    mx_testdaemon_wait_processed (PGconn *conn, mx_testmb_t *mb, bool outbox);
 
 //  SIGTERM, then the exit, which must be 0; with MX_TEST_DUMP set, its
 //  stderr is printed first.

@@ -213,20 +213,10 @@ s_run_the_day (fixture_t *fx)
     mx_testdaemon_env_init (&env, fx->pg, fx->mb, fx->dir, "admin.sock", 0);
     mx_testdaemon_env_add (&env, "MSGX_OPERATION_DAY_ZONE=" ZONE);
     mx_testproc_t *daemon = mx_testdaemon_start ("cmd/msgxd", &env, "active");
-    MYSQL *m = mx_testmb_connect (fx->mb);
-    assert_int_equal (mysql_query (m, "SELECT COUNT(*) FROM CMINMSGS"), 0);
-    MYSQL_RES *res = mysql_store_result (m);
-    char total [32];
-    snprintf (total, sizeof total, "%s", mysql_fetch_row (res) [0]);
-    mysql_free_result (res);
-    mysql_close (m);
-    const char *params [] = { total };
-    mx_testpg_wait_params (fx->conn,
-        "SELECT count(*) FILTER (WHERE state IN ('SUCCEEDED', 'SKIPPED', 'DEAD')) >= $1::bigint"
-        "   AND count(*) FILTER (WHERE state IN ('PENDING', 'FAILED')) = 0 FROM proc_state", 1, params);
+    long long total = mx_testdaemon_wait_processed (fx->conn, fx->mb, false);
     mx_testdaemon_stop (&daemon);
     mx_testdaemon_env_free (&env);
-    print_message ("# %s messages processed\n", total);
+    print_message ("# %lld messages processed\n", total);
 }
 
 //  msgxd's flights of the day, as a legacy system keeps them: local wall

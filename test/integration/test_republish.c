@@ -183,24 +183,6 @@ s_wait_done (mx_testproc_t *daemon)
         fail_msg ("the republish job did not end: %s", mx_testproc_stderr (daemon));
 }
 
-//  The whole mailbox processed and every event delivered.
-static void
-s_wait_settled (fixture_t *fx)
-{
-    MYSQL *m = mx_testmb_connect (fx->mb);
-    assert_int_equal (mysql_query (m, "SELECT COUNT(*) FROM CMINMSGS"), 0);
-    MYSQL_RES *res = mysql_store_result (m);
-    char total [32];
-    snprintf (total, sizeof total, "%s", mysql_fetch_row (res) [0]);
-    mysql_free_result (res);
-    mysql_close (m);
-    const char *params [] = { total };
-    mx_testpg_wait_params (fx->conn,
-        "SELECT count(*) FILTER (WHERE state IN ('SUCCEEDED', 'SKIPPED', 'DEAD')) >= $1::bigint"
-        "   AND count(*) FILTER (WHERE state IN ('PENDING', 'FAILED')) = 0"
-        "   AND NOT EXISTS (SELECT 1 FROM msg_event WHERE state = 'PENDING') FROM proc_state", 1, params);
-}
-
 static char *
 s_read_file (const char *path)
 {
@@ -365,7 +347,7 @@ test_reference_topic (void **state)
     free (names);
 
     mx_testproc_t *daemon = s_start (fx, "500");
-    s_wait_settled (fx);
+    mx_testdaemon_wait_processed (fx->conn, fx->mb, true);
     mx_testpg_expect (fx->conn, "SELECT count (DISTINCT rtype) > 10 FROM ref_master", "t");
     //  One event per entry change, each with its list and key.
     mx_testpg_expect (fx->conn, "SELECT count(*) > 0 AND bool_and (flid = 0 AND partition_key LIKE '%:%')"
@@ -386,7 +368,7 @@ test_reference_topic (void **state)
     const char *params [] = { key };
     mx_testpg_wait_params (fx->conn, "SELECT NOT EXISTS (SELECT 1 FROM ref_master WHERE rtype = 'GLST'"
                                      " AND rkey = $1::text)", 1, params);
-    s_wait_settled (fx);
+    mx_testdaemon_wait_processed (fx->conn, fx->mb, true);
     first = s_read (fx, TOPIC_REF);
     char *record_key = zsys_sprintf ("GLST:%s", key);
     zhashx_t *view = s_compacted (fx, TOPIC_REF, 0);
@@ -414,7 +396,7 @@ test_reference_topic (void **state)
     s_ctl (fx, 0, &out, "republish", "--reference", "--yes", NULL);
     free (out);
     s_wait_done (daemon);
-    s_wait_settled (fx);
+    mx_testdaemon_wait_processed (fx->conn, fx->mb, true);
     first = s_read (fx, TOPIC_REF);
     size_t again = 0;
     for (size_t i = first; i < fx->count; i++)
@@ -453,7 +435,7 @@ test_republish_day (void **state)
     //  20 events a second: the job of 80 flights lasts about 4 s, long
     //  enough to be killed in the middle.
     mx_testproc_t *daemon = s_start (fx, "20");
-    s_wait_settled (fx);
+    mx_testdaemon_wait_processed (fx->conn, fx->mb, true);
     char *flights = mx_testpg_value (fx->conn, "SELECT count(*) FROM flight_schd WHERE operation_day = '" DAY "'");
     int64_t day_flights = strtoll (flights, NULL, 10);
     assert_true (day_flights >= 40);
@@ -531,7 +513,7 @@ test_republish_day (void **state)
     free (out);
 
     //  The state topic after the marker is the day's compacted view.
-    s_wait_settled (fx);
+    mx_testdaemon_wait_processed (fx->conn, fx->mb, true);
     s_read (fx, TOPIC_MSG);
     zhashx_t *view = s_compacted (fx, TOPIC_SCHD, marker);
     assert_int_equal ((int64_t) zhashx_size (view), day_flights);
