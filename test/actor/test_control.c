@@ -639,8 +639,11 @@ s_admin_oversize (const mx_config_t *config)
     zsock_t *req = zsock_new (ZMQ_REQ);
     assert_non_null (req);
     zsock_set_reconnect_ivl (req, -1);
+    //  A name of its own: the previous client's monitor may not have let
+    //  go of its endpoint yet.
+    static int clients = 0;
     char watch_endpoint [64];
-    snprintf (watch_endpoint, sizeof watch_endpoint, "inproc://test-control-watch-%p", (void *) req);
+    snprintf (watch_endpoint, sizeof watch_endpoint, "inproc://test-control-watch-%d", ++clients);
     assert_int_equal (zmq_socket_monitor (zsock_resolve (req), watch_endpoint, ZMQ_EVENT_DISCONNECTED), 0);
     zsock_t *watch = zsock_new (ZMQ_PAIR);
     assert_non_null (watch);
