@@ -11,6 +11,7 @@
 #include <sys/un.h>
 
 #include "mx_admin.h"
+#include "mx_admin_ledger.h"
 #include "mx_instance_lock.h"
 #include "mx_log.h"
 #include "mx_migrate.h"
@@ -45,7 +46,7 @@ typedef struct {
     bool admin_ipc;             //  we created the ipc socket file
     zactor_t *admin_auth;       //  zauth: the CURVE clients allowed on tcp
     zsock_t *admin_monitor;     //  the admin socket's connection events
-    zhashx_t *admin_peers;      //  fd -> s_peer_t, connections seen by the monitor
+    mx_admin_ledger_t *admin_ledger;    //  which admin connections spoke
     bool admin_failed;          //  the last monitor event: a failed handshake
     PGconn *lock_conn;          //  holds the session advisory lock
     bool lock_waiting;          //  async pg_advisory_lock in flight
@@ -149,13 +150,10 @@ s_admin_permit (const char *path, const char *group, char **error)
 
 //  A request ZeroMQ drops for its size never reaches us: its connection
 //  is closed instead. The monitor tells which connections were accepted
-//  and closed without a whole request arriving. A handshake that fails (a
-//  socket probe, a wrong CURVE key) is reported just before its
-//  disconnection, by the same I/O thread: that one is no dropped request.
-typedef struct {
-    bool spoke;                 //  a request arrived over it
-} s_peer_t;
-
+//  and closed, the requests which of them spoke (mx_admin_ledger). A
+//  handshake that fails (a socket probe, a wrong CURVE key) is reported
+//  just before its disconnection, by the same I/O thread: that one is no
+//  dropped request.
 mx_metrics_counter_t *
 mx_control_admin_dropped (void)
 {
@@ -164,18 +162,7 @@ mx_control_admin_dropped (void)
                                "msgx.admin.max-request-bytes, or cut off", NULL);
 }
 
-static s_peer_t *
-s_admin_peer_entry (s_control_t *self, int fd)
-{
-    char key [16];
-    snprintf (key, sizeof key, "%d", fd);
-    s_peer_t *peer = (s_peer_t *) zhashx_lookup (self->admin_peers, key);
-    if (!peer) {
-        peer = (s_peer_t *) zmalloc (sizeof (s_peer_t));
-        zhashx_insert (self->admin_peers, key, peer);
-    }
-    return peer;
-}
+static bool s_handle_admin (s_control_t *self);
 
 static void
 s_admin_monitor_event (s_control_t *self)
@@ -190,24 +177,26 @@ s_admin_monitor_event (s_control_t *self)
     uint32_t fd;
     memcpy (&kind, zframe_data (head), sizeof kind);
     memcpy (&fd, zframe_data (head) + 2, sizeof fd);
+    zmsg_destroy (&event);
     bool failed = self->admin_failed;
     self->admin_failed = kind == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL || kind == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL
                       || kind == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
     if (kind == ZMQ_EVENT_ACCEPTED)
-        s_admin_peer_entry (self, (int) fd);
+        mx_admin_ledger_accepted (self->admin_ledger, (int) fd);
     else
     if (kind == ZMQ_EVENT_DISCONNECTED) {
-        char key [16];
-        snprintf (key, sizeof key, "%d", (int) fd);
-        s_peer_t *peer = (s_peer_t *) zhashx_lookup (self->admin_peers, key);
-        if (peer && !peer->spoke && !failed) {
+        //  The connection's requests were queued before this event was
+        //  sent, but may still wait on the admin socket: the ledger needs
+        //  all of them first.
+        while (!failed && s_handle_admin (self))
+            ;
+        uint64_t dropped = mx_admin_ledger_closed (self->admin_ledger, (int) fd, failed);
+        if (dropped) {
             mx_metrics_add (mx_control_admin_dropped (), 1);
-            mx_warn (ACTOR, "an admin connection closed before a whole request arrived "
-                     "(larger than msgx.admin.max-request-bytes, or cut off)");
+            mx_warn (ACTOR, "admin connection #%" PRIu64 " (fd %u) closed before a whole request arrived "
+                     "(larger than msgx.admin.max-request-bytes, or cut off)", dropped, (unsigned) fd);
         }
-        zhashx_delete (self->admin_peers, key);
     }
-    zmsg_destroy (&event);
 }
 
 static int
@@ -215,8 +204,7 @@ s_admin_monitor_start (s_control_t *self, char **error)
 {
     char endpoint [64];
     snprintf (endpoint, sizeof endpoint, "inproc://msgx-admin-monitor-%p", (void *) self);
-    self->admin_peers = zhashx_new ();
-    zhashx_set_destructor (self->admin_peers, (zhashx_destructor_fn *) zstr_free);
+    self->admin_ledger = mx_admin_ledger_new ();
     self->admin_monitor = zsock_new (ZMQ_PAIR);
     if (!self->admin_monitor
     ||  zmq_socket_monitor (zsock_resolve (self->admin), endpoint,
@@ -289,7 +277,7 @@ s_admin_bind (s_control_t *self, char **error)
     self->admin_ipc = ipc;
     if (s_admin_monitor_start (self, error)) {
         zsock_destroy (&self->admin_monitor);
-        zhashx_destroy (&self->admin_peers);
+        mx_admin_ledger_destroy (&self->admin_ledger);
         zsock_destroy (&self->admin);
         return -1;
     }
@@ -675,14 +663,15 @@ s_log_level (s_control_t *self, zframe_t **identity, json_t *args)
 
 //  Who sent a request, as the kernel knows it: on ipc the uid and pid of
 //  the peer process (SO_PEERCRED of the connection it came over), on tcp
-//  the peer's address (loopback: mx_config_validate).
+//  the peer's address (loopback: mx_config_validate). The ledger learns
+//  that the connection spoke.
 static char *
-s_admin_peer (s_control_t *self, zmq_msg_t *part)
+s_admin_peer (s_control_t *self, zmq_msg_t *part, zframe_t *routing_id)
 {
+    int fd = zmq_msg_get (part, ZMQ_SRCFD);
+    if (routing_id)
+        mx_admin_ledger_request (self->admin_ledger, fd, zframe_data (routing_id), zframe_size (routing_id));
     if (!self->admin_ipc) {
-        int fd = zmq_msg_get (part, ZMQ_SRCFD);
-        if (fd >= 0)
-            s_admin_peer_entry (self, fd)->spoke = true;
         //  With CURVE, zauth accepted the client by its public key.
         const char *address = zmq_msg_gets (part, "Peer-Address");
         const char *key = zmq_msg_gets (part, "User-Id");
@@ -690,11 +679,8 @@ s_admin_peer (s_control_t *self, zmq_msg_t *part)
             return zsys_sprintf ("curve key %s, address %s", key, address ? address : "unknown");
         return zsys_sprintf ("%saddress %s", self->admin_auth ? "curve, " : "", address ? address : "unknown");
     }
-    int fd = zmq_msg_get (part, ZMQ_SRCFD);
     struct ucred cred;
     socklen_t size = sizeof cred;
-    if (fd >= 0)
-        s_admin_peer_entry (self, fd)->spoke = true;
     if (fd < 0 || getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &size) != 0)
         return strdup ("uid unknown");
     char buffer [1024];
@@ -726,20 +712,21 @@ s_admin_recv (s_control_t *self, char **peer)
         //  The last part came off the wire (the first is the routing id
         //  the ROUTER made): it knows the connection.
         if (!more)
-            *peer = s_admin_peer (self, &part);
+            *peer = s_admin_peer (self, &part, zmsg_first (request));
         zmsg_addmem (request, zmq_msg_data (&part), zmq_msg_size (&part));
         zmq_msg_close (&part);
     }
     return request;
 }
 
-static void
+//  One request, if one waits. false: none did.
+static bool
 s_handle_admin (s_control_t *self)
 {
     char *peer = NULL;
     zmsg_t *request = s_admin_recv (self, &peer);
     if (!request)
-        return;
+        return false;
     zframe_t *identity = zmsg_pop (request);
     zframe_t *delimiter = zmsg_pop (request);
     bool framed = identity && delimiter && zframe_size (delimiter) == 0;
@@ -750,7 +737,7 @@ s_handle_admin (s_control_t *self)
         zframe_destroy (&identity);
         zmsg_destroy (&request);
         free (peer);
-        return;
+        return true;
     }
     mx_admin_request_t decoded;
     char *refused = mx_admin_request_decode (request, &decoded);
@@ -795,6 +782,7 @@ s_handle_admin (s_control_t *self)
     mx_admin_request_reset (&decoded);
     free (peer);
     zmsg_destroy (&request);
+    return true;
 }
 
 //  ---------------------------------------------------------------------
@@ -1001,7 +989,7 @@ mx_control_actor (zsock_t *pipe, void *args)
     if (self->admin)
         zmq_socket_monitor (zsock_resolve (self->admin), NULL, 0);
     zsock_destroy (&self->admin_monitor);
-    zhashx_destroy (&self->admin_peers);
+    mx_admin_ledger_destroy (&self->admin_ledger);
     zsock_destroy (&self->admin);
     zactor_destroy (&self->admin_auth);
     if (self->admin_ipc)

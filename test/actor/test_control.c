@@ -9,13 +9,17 @@
 #include <dirent.h>
 #include <grp.h>
 #include <libpq-fe.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mx_actor.h"
 #include "mx_config.h"
 #include "mx_control.h"
+#include "mx_log.h"
 #include "mx_metrics.h"
 #include "mx_testenv.h"
 
@@ -568,6 +572,135 @@ test_bad_admin_requests_are_refused_with_a_reason (void **state)
     mx_config_destroy (&config);
 }
 
+//  The log, captured through a pipe: control's warnings are lines of it.
+typedef struct {
+    int fds [2];
+    char *text;
+    size_t size;
+} s_log_t;
+
+static void
+s_log_capture (s_log_t *log)
+{
+    memset (log, 0, sizeof *log);
+    assert_int_equal (pipe (log->fds), 0);
+    assert_int_equal (fcntl (log->fds [0], F_SETFL, O_NONBLOCK), 0);
+    log->text = strdup ("");
+    assert_int_equal (mx_log_start (log->fds [1], 4096), 0);
+}
+
+static int
+s_log_occurrences (const s_log_t *log, const char *needle)
+{
+    int count = 0;
+    for (const char *at = strstr (log->text, needle); at; at = strstr (at + 1, needle))
+        count++;
+    return count;
+}
+
+//  Reads the log until it holds needle (bounded: a missing line fails).
+static void
+s_log_wait (s_log_t *log, const char *needle, int timeout_ms)
+{
+    struct timespec now, until;
+    clock_gettime (CLOCK_MONOTONIC, &until);
+    until.tv_sec += timeout_ms / 1000;
+    while (!strstr (log->text, needle)) {
+        clock_gettime (CLOCK_MONOTONIC, &now);
+        long left = (long) (until.tv_sec - now.tv_sec) * 1000 + (until.tv_nsec - now.tv_nsec) / 1000000;
+        struct pollfd item = { log->fds [0], POLLIN, 0 };
+        if (left <= 0 || poll (&item, 1, (int) left) != 1)
+            fail_msg ("no log line with '%s' within %d ms; the log:\n%s", needle, timeout_ms, log->text);
+        char chunk [4096];
+        ssize_t got = read (log->fds [0], chunk, sizeof chunk);
+        if (got <= 0)
+            continue;
+        log->text = realloc (log->text, log->size + (size_t) got + 1);
+        memcpy (log->text + log->size, chunk, (size_t) got);
+        log->size += (size_t) got;
+        log->text [log->size] = '\0';
+    }
+}
+
+static void
+s_log_release (s_log_t *log)
+{
+    mx_log_stop ();
+    close (log->fds [0]);
+    close (log->fds [1]);
+    free (log->text);
+}
+
+//  A request over msgx.admin.max-request-bytes: ZeroMQ on control's side
+//  closes the connection unread. Returns once the client saw it closed.
+static void
+s_admin_oversize (const mx_config_t *config)
+{
+    zsock_t *req = zsock_new (ZMQ_REQ);
+    assert_non_null (req);
+    zsock_set_reconnect_ivl (req, -1);
+    //  A name of its own: the previous client's monitor may not have let
+    //  go of its endpoint yet.
+    static int clients = 0;
+    char watch_endpoint [64];
+    snprintf (watch_endpoint, sizeof watch_endpoint, "inproc://test-control-watch-%d", ++clients);
+    assert_int_equal (zmq_socket_monitor (zsock_resolve (req), watch_endpoint, ZMQ_EVENT_DISCONNECTED), 0);
+    zsock_t *watch = zsock_new (ZMQ_PAIR);
+    assert_non_null (watch);
+    assert_int_equal (zsock_connect (watch, "%s", watch_endpoint), 0);
+    assert_int_equal (zsock_connect (req, "%s", config->admin_endpoint), 0);
+    size_t size = (size_t) config->admin_max_request_bytes + 1;
+    char *huge = malloc (size + 1);
+    assert_non_null (huge);
+    memset (huge, 'x', size);
+    huge [size] = '\0';
+    zstr_sendx (req, "status", huge, NULL);
+    free (huge);
+    zmq_pollitem_t item = { zsock_resolve (watch), 0, ZMQ_POLLIN, 0 };
+    assert_int_equal (zmq_poll (&item, 1, 10000), 1);
+    zmsg_t *event = zmsg_recv (watch);
+    zmsg_destroy (&event);
+    zmq_socket_monitor (zsock_resolve (req), NULL, 0);
+    zsock_destroy (&watch);
+    zsock_destroy (&req);
+}
+
+//  msgx_admin_requests_dropped_total counts the connections closed before
+//  a whole request arrived, and only those, while each new connection
+//  takes the fd the one before left: control reads a connection's
+//  request and the monitor's events about the one before it in either
+//  order.
+static void
+test_dropped_requests_are_counted_once_over_reused_fds (void **state)
+{
+    fixture_t *fx = *state;
+    s_log_t log;
+    s_log_capture (&log);
+    mx_config_t *config = s_config (fx, "drop", NULL);
+    mx_control_args_t args = { config, fx->clock, s_children, 0, NULL, NULL };
+    mx_metrics_counter_t *dropped = mx_control_admin_dropped ();
+    uint64_t before = mx_metrics_counter_value (dropped);
+    zactor_t *control = s_control_start (&args);
+    const int rounds = 20;
+    for (int round = 0; round < rounds; round++) {
+        s_admin_oversize (config);
+        json_decref (s_status (config));
+        json_decref (s_status (config));
+    }
+    //  The last connection is a drop nothing follows: control takes the
+    //  monitor's events in order, so its line comes after those of the
+    //  closes before it.
+    s_admin_oversize (config);
+    char *last = zsys_sprintf ("admin connection #%d (fd", 3 * rounds + 1);
+    s_log_wait (&log, last, 10000);
+    free (last);
+    assert_int_equal (s_log_occurrences (&log, "closed before a whole request arrived"), rounds + 1);
+    assert_int_equal (mx_metrics_counter_value (dropped) - before, rounds + 1);
+    zactor_destroy (&control);
+    mx_config_destroy (&config);
+    s_log_release (&log);
+}
+
 //  control refuses to start, with needle in its reason.
 static void
 s_control_refused (mx_control_args_t *args, const char *needle)
@@ -700,6 +833,7 @@ main (void)
         cmocka_unit_test_setup_teardown (test_child_fatal_stops_everything, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_pause_and_fencing_answer_while_a_read_waits, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_bad_admin_requests_are_refused_with_a_reason, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_dropped_requests_are_counted_once_over_reused_fds, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_admin_endpoint_in_use_refuses_start, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_admin_group_opens_the_socket_to_its_members, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_unknown_admin_group_refuses_start, s_setup, s_teardown),

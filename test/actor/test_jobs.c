@@ -110,30 +110,16 @@ static const char *s_data_sql =
     "INSERT INTO raw_message (msg_id, kept_at, raw) VALUES"
     " (21, '2026-01-01 00:00Z', '<MSG/>'), (22, '2026-01-12 00:00Z', '<MSG/>'), (23, '2026-01-18 00:00Z', '<MSG/>');";
 
-static void
-s_set (mx_config_t *config, const char *key, const char *value)
-{
-    if (mx_config_set (config, key, value, NULL))
-        fail_msg ("config %s=%s refused", key, value);
-}
-
 static int
 s_setup (void **state)
 {
     fixture_t *fx = calloc (1, sizeof *fx);
-    fx->pg = mx_testpg_new ();
+    fx->pg = mx_testactor_pg (&fx->conn);
     fx->clock = mx_clock_new_fake (T0);
-    fx->conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
-    assert_int_equal (PQstatus (fx->conn), CONNECTION_OK);
-    char *error = NULL;
-    int applied = 0;
-    if (mx_migrate_apply (fx->conn, &applied, &error))
-        fail_msg ("migrations: %s", error);
     mx_testpg_exec (fx->conn, s_watch_sql);
     mx_testpg_exec (fx->conn, s_data_sql);
-    fx->config = mx_config_new_defaults ();
-    s_set (fx->config, "msgx.pg.conninfo", mx_testpg_conninfo (fx->pg));
-    s_set (fx->config, "msgx.history.history-store-enabled", "true");
+    fx->config = mx_testactor_config (fx->pg);
+    mx_testactor_set (fx->config, "msgx.history.history-store-enabled", "true");
     *state = fx;
     return 0;
 }
@@ -143,10 +129,7 @@ s_teardown (void **state)
 {
     fixture_t *fx = *state;
     zactor_destroy (&fx->actor);
-    PQfinish (fx->conn);
-    mx_config_destroy (&fx->config);
-    mx_clock_destroy (&fx->clock);
-    mx_testpg_destroy (&fx->pg);
+    mx_testactor_release (&fx->conn, &fx->config, &fx->clock, &fx->pg);
     free (fx);
     return 0;
 }
@@ -251,7 +234,7 @@ static void
 test_disabled_store_deletes_nothing (void **state)
 {
     fixture_t *fx = *state;
-    s_set (fx->config, "msgx.history.history-store-enabled", "false");
+    mx_testactor_set (fx->config, "msgx.history.history-store-enabled", "false");
     char *detail = NULL;
     s_start (fx, &detail);
     assert_non_null (strstr (detail, "nothing deleted"));
@@ -362,8 +345,8 @@ static void
 test_outbox_retention (void **state)
 {
     fixture_t *fx = *state;
-    s_set (fx->config, "msgx.outbox.retention", "2d");
-    s_set (fx->config, "msgx.outbox.purge-period", "1h");
+    mx_testactor_set (fx->config, "msgx.outbox.retention", "2d");
+    mx_testactor_set (fx->config, "msgx.outbox.purge-period", "1h");
     mx_testpg_exec (fx->conn, s_outbox_sql);
     uint64_t msg = s_purged (MX_OUTBOX_TARGET_MSG), schd = s_purged (MX_OUTBOX_TARGET_SCHD),
              ref = s_purged (MX_OUTBOX_TARGET_REF);

@@ -21,7 +21,6 @@
 #include "mx_inbox.h"
 #include "mx_ingress.h"
 #include "mx_metrics.h"
-#include "mx_migrate.h"
 #include "mx_pg.h"
 #include "mx_processor.h"
 #include "mx_procstate.h"
@@ -70,27 +69,17 @@ static int
 s_setup (void **state)
 {
     fixture_t *fx = calloc (1, sizeof *fx);
-    fx->pg = mx_testpg_new ();
+    fx->pg = mx_testactor_pg (&fx->conn);
     fx->mb = mx_testmb_new ();
     fx->dir = mx_testenv_tmpdir ();
     fx->clock = mx_clock_new_fake (T0);
-    fx->conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
-    assert_int_equal (PQstatus (fx->conn), CONNECTION_OK);
-    char *error = NULL;
-    int applied = 0;
-    if (mx_migrate_apply (fx->conn, &applied, &error))
-        fail_msg ("migrations: %s", error);
-    PGresult *res = PQexec (fx->conn, s_watch_sql);
-    if (PQresultStatus (res) != PGRES_COMMAND_OK)
-        fail_msg ("watch trigger: %s", PQerrorMessage (fx->conn));
-    PQclear (res);
+    mx_testpg_exec (fx->conn, s_watch_sql);
 
-    mx_config_t *config = mx_config_new_defaults ();
+    mx_config_t *config = mx_testactor_config (fx->pg);
     char port [16], endpoint [512];
     snprintf (port, sizeof port, "%d", mx_testmb_port (fx->mb));
     snprintf (endpoint, sizeof endpoint, "ipc://%s/admin.sock", fx->dir);
     const char *settings [][2] = {
-        { "msgx.pg.conninfo", mx_testpg_conninfo (fx->pg) },
         { "msgx.admin.endpoint", endpoint },
         { "msgx.pipeline.autostart", "true" },
         { "msgx.pipeline.max-commit-delay", "5m" },
@@ -112,11 +101,8 @@ s_teardown (void **state)
 {
     fixture_t *fx = *state;
     zactor_destroy (&fx->control);
-    PQfinish (fx->conn);
-    mx_config_destroy (&fx->config);
-    mx_clock_destroy (&fx->clock);
+    mx_testactor_release (&fx->conn, &fx->config, &fx->clock, &fx->pg);
     mx_testmb_destroy (&fx->mb);
-    mx_testpg_destroy (&fx->pg);
     mx_testenv_rmtree (fx->dir);
     free (fx->dir);
     free (fx);

@@ -17,7 +17,6 @@
 
 #include "mx_actor.h"
 #include "mx_config.h"
-#include "mx_migrate.h"
 #include "mx_republish_actor.h"
 #include "mx_testactor.h"
 #include "mx_testenv.h"
@@ -62,30 +61,16 @@ static const char *s_watch_sql =
     " FOR EACH STATEMENT EXECUTE FUNCTION mx_test_watch ();"
     "LISTEN mx_test;";
 
-static void
-s_set (mx_config_t *config, const char *key, const char *value)
-{
-    if (mx_config_set (config, key, value, NULL))
-        fail_msg ("config %s=%s refused", key, value);
-}
-
 static int
 s_setup (void **state)
 {
     fixture_t *fx = calloc (1, sizeof *fx);
-    fx->pg = mx_testpg_new ();
+    fx->pg = mx_testactor_pg (&fx->conn);
     fx->clock = mx_clock_new_fake (T0);
-    fx->conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
-    assert_int_equal (PQstatus (fx->conn), CONNECTION_OK);
-    char *error = NULL;
-    int applied = 0;
-    if (mx_migrate_apply (fx->conn, &applied, &error))
-        fail_msg ("migrations: %s", error);
     mx_testpg_exec (fx->conn, s_data_sql);
     mx_testpg_exec (fx->conn, s_watch_sql);
-    fx->config = mx_config_new_defaults ();
-    s_set (fx->config, "msgx.pg.conninfo", mx_testpg_conninfo (fx->pg));
-    s_set (fx->config, "msgx.republish.rate", "10");
+    fx->config = mx_testactor_config (fx->pg);
+    mx_testactor_set (fx->config, "msgx.republish.rate", "10");
     *state = fx;
     return 0;
 }
@@ -95,10 +80,7 @@ s_teardown (void **state)
 {
     fixture_t *fx = *state;
     zactor_destroy (&fx->actor);
-    PQfinish (fx->conn);
-    mx_config_destroy (&fx->config);
-    mx_clock_destroy (&fx->clock);
-    mx_testpg_destroy (&fx->pg);
+    mx_testactor_release (&fx->conn, &fx->config, &fx->clock, &fx->pg);
     free (fx);
     return 0;
 }

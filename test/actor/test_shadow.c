@@ -24,7 +24,6 @@
 #include "mx_dispatcher.h"
 #include "mx_gen.h"
 #include "mx_ingress.h"
-#include "mx_migrate.h"
 #include "mx_processor.h"
 #include "mx_pump.h"
 #include "mx_requests_actor.h"
@@ -68,13 +67,6 @@ static const mx_actor_def_t s_pipeline [] = {
     { "schd-aggregator", mx_aggregator_actor, false },
 };
 
-static void
-s_set (mx_config_t *config, const char *key, const char *value)
-{
-    if (mx_config_set (config, key, value, NULL))
-        fail_msg ("config %s = %s", key, value);
-}
-
 //  A small generated day in the mailbox: a schedule, then updates.
 static size_t
 s_fill_mailbox (fixture_t *fx)
@@ -102,17 +94,11 @@ static int
 s_setup (void **state)
 {
     fixture_t *fx = calloc (1, sizeof *fx);
-    fx->pg = mx_testpg_new ();
+    fx->pg = mx_testactor_pg (&fx->conn);
     fx->mb = mx_testmb_new ();
     fx->kafka = mx_testkafka_new (1);
     fx->dir = mx_testenv_tmpdir ();
     fx->clock = mx_clock_new_fake (T0);
-    fx->conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
-    assert_int_equal (PQstatus (fx->conn), CONNECTION_OK);
-    char *error = NULL;
-    int applied = 0;
-    if (mx_migrate_apply (fx->conn, &applied, &error))
-        fail_msg ("migrations: %s", error);
     mx_testpg_exec (fx->conn, s_watch_sql);
 
     //  The production topics exist (the live system writes them), and the
@@ -122,18 +108,17 @@ s_setup (void **state)
     for (size_t t = 0; t < 4; t++)
         assert_int_equal (rd_kafka_mock_topic_create (cluster, topics [t], 1, 1), 0);
 
-    mx_config_t *config = mx_config_new_defaults ();
+    mx_config_t *config = mx_testactor_config (fx->pg);
     char endpoint [512];
     snprintf (endpoint, sizeof endpoint, "ipc://%s/admin.sock", fx->dir);
-    s_set (config, "msgx.pg.conninfo", mx_testpg_conninfo (fx->pg));
-    s_set (config, "msgx.admin.endpoint", endpoint);
-    s_set (config, "msgx.pipeline.autostart", "true");
-    s_set (config, "msgx.kafka.bootstrap-servers", mx_testkafka_bootstraps (fx->kafka));
-    s_set (config, "msgx.kafka.topic.msg", TOPIC_MSG);
-    s_set (config, "msgx.kafka.topic.schd", TOPIC_SCHD);
-    s_set (config, "msgx.schd.flush-period", "1s");
-    s_set (config, "msgx.operation-day.zone", "UTC");
-    s_set (config, "msgx.shadow", "true");
+    mx_testactor_set (config, "msgx.admin.endpoint", endpoint);
+    mx_testactor_set (config, "msgx.pipeline.autostart", "true");
+    mx_testactor_set (config, "msgx.kafka.bootstrap-servers", mx_testkafka_bootstraps (fx->kafka));
+    mx_testactor_set (config, "msgx.kafka.topic.msg", TOPIC_MSG);
+    mx_testactor_set (config, "msgx.kafka.topic.schd", TOPIC_SCHD);
+    mx_testactor_set (config, "msgx.schd.flush-period", "1s");
+    mx_testactor_set (config, "msgx.operation-day.zone", "UTC");
+    mx_testactor_set (config, "msgx.shadow", "true");
     mx_testmb_configure (fx->mb, config, "+00:00");
     fx->config = config;
     fx->messages = s_fill_mailbox (fx);
@@ -146,12 +131,9 @@ s_teardown (void **state)
 {
     fixture_t *fx = *state;
     zactor_destroy (&fx->control);
-    PQfinish (fx->conn);
-    mx_config_destroy (&fx->config);
-    mx_clock_destroy (&fx->clock);
+    mx_testactor_release (&fx->conn, &fx->config, &fx->clock, &fx->pg);
     mx_testkafka_destroy (&fx->kafka);
     mx_testmb_destroy (&fx->mb);
-    mx_testpg_destroy (&fx->pg);
     mx_testenv_rmtree (fx->dir);
     free (fx->dir);
     free (fx);
@@ -273,7 +255,7 @@ static void
 test_shadow_without_publishing_writes_no_topic (void **state)
 {
     fixture_t *fx = *state;
-    s_set (fx->config, "msgx.shadow-publish", "false");
+    mx_testactor_set (fx->config, "msgx.shadow-publish", "false");
     char *before = s_mailbox_checksum (fx);
     s_start (fx);
     s_drain (fx, false);
@@ -302,10 +284,10 @@ test_shadow_on_the_production_topics_is_refused (void **state)
 {
     (void) state;
     mx_config_t *config = mx_config_new_defaults ();
-    s_set (config, "msgx.profile", "prod");
-    s_set (config, "msgx.kafka.bootstrap-servers", "127.0.0.1:9092");
-    s_set (config, "msgx.shadow", "true");
-    s_set (config, "msgx.shadow-topic-suffix", "");
+    mx_testactor_set (config, "msgx.profile", "prod");
+    mx_testactor_set (config, "msgx.kafka.bootstrap-servers", "127.0.0.1:9092");
+    mx_testactor_set (config, "msgx.shadow", "true");
+    mx_testactor_set (config, "msgx.shadow-topic-suffix", "");
     zlist_t *errors = zlist_new ();
     zlist_autofree (errors);
     assert_int_not_equal (mx_config_validate (config, errors), 0);
@@ -315,7 +297,7 @@ test_shadow_on_the_production_topics_is_refused (void **state)
     assert_true (named);
     zlist_destroy (&errors);
     //  Not publishing at all is a choice: accepted as far as shadow goes.
-    s_set (config, "msgx.shadow-publish", "false");
+    mx_testactor_set (config, "msgx.shadow-publish", "false");
     errors = zlist_new ();
     zlist_autofree (errors);
     mx_config_validate (config, errors);
@@ -324,10 +306,10 @@ test_shadow_on_the_production_topics_is_refused (void **state)
     zlist_destroy (&errors);
     //  Suffixed topics are the default.
     char buf [MX_CONFIG_TOPIC_BUFSIZE];
-    s_set (config, "msgx.shadow-topic-suffix", ".shadow");
+    mx_testactor_set (config, "msgx.shadow-topic-suffix", ".shadow");
     assert_string_equal (mx_config_topic (config, false, buf), "msgx.flight.events.shadow");
     assert_string_equal (mx_config_ref_topic (config, buf), "msgx.reference.shadow");
-    s_set (config, "msgx.shadow", "false");
+    mx_testactor_set (config, "msgx.shadow", "false");
     assert_string_equal (mx_config_topic (config, true, buf), "msgx.flight.state");
     assert_string_equal (mx_config_ref_topic (config, buf), "msgx.reference");
     mx_config_destroy (&config);

@@ -46,6 +46,7 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
+#include "mx_testdaemon.h"
 #include "mx_testenv.h"
 #include "mx_testproc.h"
 
@@ -68,39 +69,18 @@ typedef struct {
 } fixture_t;
 
 //  The environment of one daemon: name tells the admin socket apart.
-static char **
-s_env (fixture_t *fx, const char *name, int http_port, int api_port)
-{
-    char **env = calloc (24, sizeof *env);
-    int n = 0;
-    env [n++] = zsys_sprintf ("MSGX_PG_CONNINFO=%s", mx_testpg_conninfo (fx->pg));
-    env [n++] = zsys_sprintf ("MSGX_ADMIN_ENDPOINT=ipc://%s/admin-%s.sock", fx->dir, name);
-    env [n++] = strdup ("MSGX_PIPELINE_AUTOSTART=true");
-    env [n++] = strdup ("MSGX_PIPELINE_POLL_INTERVAL=50ms");
-    env [n++] = strdup ("MSGX_PIPELINE_CLAIM_BATCH=200");
-    env [n++] = strdup ("MSGX_PIPELINE_MAX_ATTEMPTS=1");
-    env [n++] = strdup ("MSGX_LOG_LEVEL=info");
-    env [n++] = zsys_sprintf ("MSGX_HTTP_BIND=127.0.0.1:%d", http_port);
-    env [n++] = strdup ("MSGX_API_ENABLED=true");
-    env [n++] = zsys_sprintf ("MSGX_API_BIND=127.0.0.1:%d", api_port);
-    env [n++] = zsys_sprintf ("MSGX_API_PAGE_SIZE=%d", PAGE_SIZE);
-    env [n++] = strdup ("MAILBOX_SHARED_MYSQL_ENABLED=true");
-    env [n++] = zsys_sprintf ("MAILBOX_SHARED_MYSQL_HOST=%s", mx_testmb_host (fx->mb));
-    env [n++] = zsys_sprintf ("MAILBOX_SHARED_MYSQL_PORT=%d", mx_testmb_port (fx->mb));
-    env [n++] = zsys_sprintf ("MAILBOX_SHARED_MYSQL_USER=%s", mx_testmb_user (fx->mb));
-    env [n++] = zsys_sprintf ("MAILBOX_SHARED_MYSQL_PASSWORD=%s", mx_testmb_password (fx->mb));
-    env [n++] = zsys_sprintf ("MAILBOX_SHARED_MYSQL_DATABASE=%s", mx_testmb_database (fx->mb));
-    env [n++] = strdup ("MAILBOX_SHARED_MYSQL_TIME_ZONE=+00:00");
-    env [n] = NULL;
-    return env;
-}
-
 static void
-s_env_free (char **env)
+s_env (fixture_t *fx, const char *name, int http_port, int api_port, mx_testdaemon_env_t *env)
 {
-    for (int i = 0; env [i]; i++)
-        free (env [i]);
-    free (env);
+    char *admin = zsys_sprintf ("admin-%s.sock", name);
+    mx_testdaemon_env_init (env, fx->pg, fx->mb, fx->dir, admin, http_port);
+    free (admin);
+    mx_testdaemon_env_add (env, "MSGX_PIPELINE_CLAIM_BATCH=200");
+    mx_testdaemon_env_add (env, "MSGX_PIPELINE_MAX_ATTEMPTS=1");
+    mx_testdaemon_env_add (env, "MSGX_LOG_LEVEL=info");
+    mx_testdaemon_env_add (env, "MSGX_API_ENABLED=true");
+    mx_testdaemon_env_add (env, "MSGX_API_BIND=127.0.0.1:%d", api_port);
+    mx_testdaemon_env_add (env, "MSGX_API_PAGE_SIZE=%d", PAGE_SIZE);
 }
 
 static int
@@ -136,19 +116,6 @@ s_teardown (void **state)
     free (fx->answers_path);
     free (fx);
     return 0;
-}
-
-static void
-s_stop (mx_testproc_t **daemon)
-{
-    mx_testproc_signal (*daemon, SIGTERM);
-    int wstatus = 0;
-    assert_int_equal (mx_testproc_wait (*daemon, WAIT_MS, &wstatus), 0);
-    if (getenv ("MX_TEST_DUMP"))
-        fprintf (stderr, "%s", mx_testproc_stderr (*daemon));
-    assert_true (WIFEXITED (wstatus));
-    assert_int_equal (WEXITSTATUS (wstatus), 0);
-    mx_testproc_destroy (daemon);
 }
 
 //  GET path from the read API: the status, *body parsed (NULL for none),
@@ -460,13 +427,9 @@ test_read_api (void **state)
 
     int http_a = mx_testenv_free_port (), api_a = mx_testenv_free_port ();
     int http_b = mx_testenv_free_port (), api_b = mx_testenv_free_port ();
-    char msgxd [1200];
-    snprintf (msgxd, sizeof msgxd, "%s/cmd/msgxd", fx->build);
-    const char *argv [] = { msgxd, NULL };
-    char **env_a = s_env (fx, "a", http_a, api_a);
-    mx_testproc_t *active = mx_testproc_new (argv, (const char *const *) env_a);
-    if (!mx_testproc_expect_stderr (active, "role active", WAIT_MS))
-        fail_msg ("msgxd did not become active: %s", mx_testproc_stderr (active));
+    mx_testdaemon_env_t env_a;
+    s_env (fx, "a", http_a, api_a, &env_a);
+    mx_testproc_t *active = mx_testdaemon_start ("cmd/msgxd", &env_a, "active");
     fx->conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
     assert_int_equal (PQstatus (fx->conn), CONNECTION_OK);
 
@@ -586,20 +549,16 @@ test_read_api (void **state)
     free (post_body);
 
     //  A standby answers as the active does; this one wants a bearer token.
-    char **env_b = s_env (fx, "b", http_b, api_b);
+    mx_testdaemon_env_t env_b;
+    s_env (fx, "b", http_b, api_b, &env_b);
     char *token_path = zsys_sprintf ("%s/api-token", fx->dir);
     FILE *token = fopen (token_path, "w");
     assert_non_null (token);
     fprintf (token, S_TOKEN "\n");
     fclose (token);
-    int last = 0;
-    while (env_b [last])
-        last++;
-    env_b [last] = zsys_sprintf ("MSGX_API_TOKEN_FILE=%s", token_path);
+    mx_testdaemon_env_add (&env_b, "MSGX_API_TOKEN_FILE=%s", token_path);
     free (token_path);
-    mx_testproc_t *standby = mx_testproc_new (argv, (const char *const *) env_b);
-    if (!mx_testproc_expect_stderr (standby, "role standby", WAIT_MS))
-        fail_msg ("the second msgxd did not become standby: %s", mx_testproc_stderr (standby));
+    mx_testproc_t *standby = mx_testdaemon_start ("cmd/msgxd", &env_b, "standby");
     char *no_head = NULL, *no_body = NULL;
     assert_int_equal (mx_testhttp_get (api_b, "/flights/1", 30, &no_head, &no_body), 401);
     assert_non_null (strstr (no_body, "\"unauthorized\""));
@@ -623,10 +582,10 @@ test_read_api (void **state)
     free (path);
     free (flid);
     free (version);
-    s_stop (&standby);
-    s_stop (&active);
-    s_env_free (env_a);
-    s_env_free (env_b);
+    mx_testdaemon_stop (&standby);
+    mx_testdaemon_stop (&active);
+    mx_testdaemon_env_free (&env_a);
+    mx_testdaemon_env_free (&env_b);
 
     s_validate (fx);
 }
@@ -645,19 +604,12 @@ test_stream_cut_short (void **state)
     char *gate = zsys_sprintf ("%s/gate", fx->dir);
     assert_int_equal (mkfifo (gate, 0600), 0);
     int http = mx_testenv_free_port (), api = mx_testenv_free_port ();
-    char msgxd [1200];
-    snprintf (msgxd, sizeof msgxd, "%s/test/integration/msgxd-hooked", fx->build);
-    const char *argv [] = { msgxd, NULL };
-    char **env = s_env (fx, "gate", http, api);
-    int last = 0;
-    while (env [last])
-        last++;
-    env [last++] = strdup ("MSGX_TEST_FAULT=api-gate");
-    env [last++] = zsys_sprintf ("MSGX_TEST_GATE=%s", gate);
-    env [last++] = strdup ("MSGX_API_STATEMENT_TIMEOUT=1s");
-    mx_testproc_t *daemon = mx_testproc_new (argv, (const char *const *) env);
-    if (!mx_testproc_expect_stderr (daemon, "role active", WAIT_MS))
-        fail_msg ("msgxd-hooked did not become active: %s", mx_testproc_stderr (daemon));
+    mx_testdaemon_env_t env;
+    s_env (fx, "gate", http, api, &env);
+    mx_testdaemon_env_add (&env, "MSGX_TEST_FAULT=api-gate");
+    mx_testdaemon_env_add (&env, "MSGX_TEST_GATE=%s", gate);
+    mx_testdaemon_env_add (&env, "MSGX_API_STATEMENT_TIMEOUT=1s");
+    mx_testproc_t *daemon = mx_testdaemon_start ("test/integration/msgxd-hooked", &env, "active");
     fx->conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
     assert_int_equal (PQstatus (fx->conn), CONNECTION_OK);
     s_wait_processed (fx);
@@ -719,8 +671,8 @@ test_stream_cut_short (void **state)
     assert_string_equal (value, "0");
     free (head);
     free (metrics);
-    s_stop (&daemon);
-    s_env_free (env);
+    mx_testdaemon_stop (&daemon);
+    mx_testdaemon_env_free (&env);
     free (gate);
     s_validate (fx);
 }
@@ -773,20 +725,13 @@ test_readers_pool (void **state)
     char *gate = zsys_sprintf ("%s/gate", fx->dir);
     assert_int_equal (mkfifo (gate, 0600), 0);
     int http = mx_testenv_free_port (), api = mx_testenv_free_port ();
-    char msgxd [1200];
-    snprintf (msgxd, sizeof msgxd, "%s/test/integration/msgxd-hooked", fx->build);
-    const char *argv [] = { msgxd, NULL };
-    char **env = s_env (fx, "pool", http, api);
-    int last = 0;
-    while (env [last])
-        last++;
-    env [last++] = strdup ("MSGX_TEST_FAULT=api-gate");
-    env [last++] = zsys_sprintf ("MSGX_TEST_GATE=%s", gate);
-    env [last++] = strdup ("MSGX_API_READERS=2");
-    env [last++] = strdup ("MSGX_API_NICE=5");
-    mx_testproc_t *daemon = mx_testproc_new (argv, (const char *const *) env);
-    if (!mx_testproc_expect_stderr (daemon, "role active", WAIT_MS))
-        fail_msg ("msgxd-hooked did not become active: %s", mx_testproc_stderr (daemon));
+    mx_testdaemon_env_t env;
+    s_env (fx, "pool", http, api, &env);
+    mx_testdaemon_env_add (&env, "MSGX_TEST_FAULT=api-gate");
+    mx_testdaemon_env_add (&env, "MSGX_TEST_GATE=%s", gate);
+    mx_testdaemon_env_add (&env, "MSGX_API_READERS=2");
+    mx_testdaemon_env_add (&env, "MSGX_API_NICE=5");
+    mx_testproc_t *daemon = mx_testdaemon_start ("test/integration/msgxd-hooked", &env, "active");
     fx->conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
     assert_int_equal (PQstatus (fx->conn), CONNECTION_OK);
     s_wait_processed (fx);
@@ -856,8 +801,8 @@ test_readers_pool (void **state)
     json_decref (window);
     free (payload);
     zchunk_destroy (&got);
-    s_stop (&daemon);
-    s_env_free (env);
+    mx_testdaemon_stop (&daemon);
+    mx_testdaemon_env_free (&env);
     free (gate);
     s_validate (fx);
 }

@@ -24,18 +24,17 @@
 #include <cmocka.h>
 
 #include <inttypes.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 
 #include <czmq.h>
 #include <jansson.h>
 #include <libpq-fe.h>
 #include <mysql.h>
 
+#include "mx_testdaemon.h"
 #include "mx_testenv.h"
 #include "mx_testproc.h"
 
@@ -210,41 +209,14 @@ s_run_the_day (fixture_t *fx)
     free (out);
     free (err);
 
-    char msgxd [1200];
-    snprintf (msgxd, sizeof msgxd, "%s/cmd/msgxd", fx->build);
-    const char *argv [] = { msgxd, NULL };
-    char *env [24];
-    size_t n = 0;
-    env [n++] = zsys_sprintf ("MSGX_PG_CONNINFO=%s", mx_testpg_conninfo (fx->pg));
-    env [n++] = zsys_sprintf ("MSGX_ADMIN_ENDPOINT=ipc://%s/admin.sock", fx->dir);
-    env [n++] = strdup ("MSGX_PIPELINE_AUTOSTART=true");
-    env [n++] = strdup ("MSGX_PIPELINE_POLL_INTERVAL=50ms");
-    env [n++] = strdup ("MSGX_OPERATION_DAY_ZONE=" ZONE);
-    env [n++] = zsys_sprintf ("MSGX_HTTP_BIND=127.0.0.1:%d", mx_testenv_free_port ());
-    n += mx_testmb_environment (fx->mb, "+00:00", env + n);
-    env [n] = NULL;
-    mx_testproc_t *daemon = mx_testproc_new (argv, (const char *const *) env);
-    if (!mx_testproc_expect_stderr (daemon, "role active", WAIT_MS))
-        fail_msg ("msgxd did not become active: %s", mx_testproc_stderr (daemon));
-    MYSQL *m = mx_testmb_connect (fx->mb);
-    assert_int_equal (mysql_query (m, "SELECT COUNT(*) FROM CMINMSGS"), 0);
-    MYSQL_RES *res = mysql_store_result (m);
-    char total [32];
-    snprintf (total, sizeof total, "%s", mysql_fetch_row (res) [0]);
-    mysql_free_result (res);
-    mysql_close (m);
-    const char *params [] = { total };
-    mx_testpg_wait_params (fx->conn,
-        "SELECT count(*) FILTER (WHERE state IN ('SUCCEEDED', 'SKIPPED', 'DEAD')) >= $1::bigint"
-        "   AND count(*) FILTER (WHERE state IN ('PENDING', 'FAILED')) = 0 FROM proc_state", 1, params);
-    mx_testproc_signal (daemon, SIGTERM);
-    int status = 0;
-    assert_int_equal (mx_testproc_wait (daemon, WAIT_MS, &status), 0);
-    assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
-    mx_testproc_destroy (&daemon);
-    for (size_t i = 0; i < n; i++)
-        free (env [i]);
-    print_message ("# %s messages processed\n", total);
+    mx_testdaemon_env_t env;
+    mx_testdaemon_env_init (&env, fx->pg, fx->mb, fx->dir, "admin.sock", 0);
+    mx_testdaemon_env_add (&env, "MSGX_OPERATION_DAY_ZONE=" ZONE);
+    mx_testproc_t *daemon = mx_testdaemon_start ("cmd/msgxd", &env, "active");
+    long long total = mx_testdaemon_wait_processed (fx->conn, fx->mb, false);
+    mx_testdaemon_stop (&daemon);
+    mx_testdaemon_env_free (&env);
+    print_message ("# %lld messages processed\n", total);
 }
 
 //  msgxd's flights of the day, as a legacy system keeps them: local wall

@@ -34,6 +34,7 @@
 #include <libpq-fe.h>
 
 #include "mx_migrate.h"
+#include "mx_testdaemon.h"
 #include "mx_testenv.h"
 #include "mx_testproc.h"
 
@@ -70,41 +71,6 @@ static const char *s_watch_sql =
     "CREATE TRIGGER mx_test_watch AFTER INSERT OR UPDATE ON republish_job"
     " FOR EACH STATEMENT EXECUTE FUNCTION mx_test_watch ();"
     "LISTEN mx_test;";
-
-static char **
-s_env (fixture_t *fx, const char *rate)
-{
-    char **env = calloc (24, sizeof *env);
-    int n = 0;
-    env [n++] = zsys_sprintf ("MSGX_PG_CONNINFO=%s", mx_testpg_conninfo (fx->pg));
-    env [n++] = zsys_sprintf ("MSGX_ADMIN_ENDPOINT=ipc://%s/admin.sock", fx->dir);
-    env [n++] = zsys_sprintf ("MSGX_KAFKA_BOOTSTRAP_SERVERS=%s", mx_testkafka_bootstraps (fx->kafka));
-    env [n++] = zsys_sprintf ("MSGX_REPUBLISH_RATE=%s", rate);
-    fx->http_port = mx_testenv_free_port ();
-    env [n++] = zsys_sprintf ("MSGX_HTTP_BIND=127.0.0.1:%d", fx->http_port);
-    env [n++] = strdup ("MSGX_SCHD_FLUSH_PERIOD=100ms");
-    env [n++] = strdup ("MSGX_PIPELINE_AUTOSTART=true");
-    env [n++] = strdup ("MSGX_PIPELINE_POLL_INTERVAL=50ms");
-    env [n++] = strdup ("MSGX_PIPELINE_MAX_ATTEMPTS=1");
-    env [n++] = strdup ("MSGX_LOG_LEVEL=info");
-    env [n++] = strdup ("MAILBOX_SHARED_MYSQL_ENABLED=true");
-    env [n++] = zsys_sprintf ("MAILBOX_SHARED_MYSQL_HOST=%s", mx_testmb_host (fx->mb));
-    env [n++] = zsys_sprintf ("MAILBOX_SHARED_MYSQL_PORT=%d", mx_testmb_port (fx->mb));
-    env [n++] = zsys_sprintf ("MAILBOX_SHARED_MYSQL_USER=%s", mx_testmb_user (fx->mb));
-    env [n++] = zsys_sprintf ("MAILBOX_SHARED_MYSQL_PASSWORD=%s", mx_testmb_password (fx->mb));
-    env [n++] = zsys_sprintf ("MAILBOX_SHARED_MYSQL_DATABASE=%s", mx_testmb_database (fx->mb));
-    env [n++] = strdup ("MAILBOX_SHARED_MYSQL_TIME_ZONE=+00:00");
-    env [n] = NULL;
-    return env;
-}
-
-static void
-s_env_free (char **env)
-{
-    for (int i = 0; env [i]; i++)
-        free (env [i]);
-    free (env);
-}
 
 static int
 s_setup (void **state)
@@ -157,28 +123,17 @@ s_teardown (void **state)
 static mx_testproc_t *
 s_start (fixture_t *fx, const char *rate)
 {
-    char msgxd [1200];
-    snprintf (msgxd, sizeof msgxd, "%s/cmd/msgxd", fx->build);
-    const char *argv [] = { msgxd, NULL };
-    char **env = s_env (fx, rate);
-    mx_testproc_t *daemon = mx_testproc_new (argv, (const char *const *) env);
-    s_env_free (env);
-    if (!mx_testproc_expect_stderr (daemon, "role active", WAIT_MS))
-        fail_msg ("msgxd did not become active: %s", mx_testproc_stderr (daemon));
+    mx_testdaemon_env_t env;
+    mx_testdaemon_env_init (&env, fx->pg, fx->mb, fx->dir, "admin.sock", 0);
+    fx->http_port = env.http_port;
+    mx_testdaemon_env_add (&env, "MSGX_KAFKA_BOOTSTRAP_SERVERS=%s", mx_testkafka_bootstraps (fx->kafka));
+    mx_testdaemon_env_add (&env, "MSGX_REPUBLISH_RATE=%s", rate);
+    mx_testdaemon_env_add (&env, "MSGX_SCHD_FLUSH_PERIOD=100ms");
+    mx_testdaemon_env_add (&env, "MSGX_PIPELINE_MAX_ATTEMPTS=1");
+    mx_testdaemon_env_add (&env, "MSGX_LOG_LEVEL=info");
+    mx_testproc_t *daemon = mx_testdaemon_start ("cmd/msgxd", &env, "active");
+    mx_testdaemon_env_free (&env);
     return daemon;
-}
-
-static void
-s_stop (mx_testproc_t **daemon)
-{
-    mx_testproc_signal (*daemon, SIGTERM);
-    int wstatus = 0;
-    assert_int_equal (mx_testproc_wait (*daemon, WAIT_MS, &wstatus), 0);
-    if (getenv ("MX_TEST_DUMP"))
-        fprintf (stderr, "%s", mx_testproc_stderr (*daemon));
-    assert_true (WIFEXITED (wstatus));
-    assert_int_equal (WEXITSTATUS (wstatus), 0);
-    mx_testproc_destroy (daemon);
 }
 
 //  msgxctl ARGS... against the daemon, which must exit with code
@@ -226,24 +181,6 @@ s_wait_done (mx_testproc_t *daemon)
 {
     if (!mx_testproc_expect_stderr (daemon, " done: every event written", WAIT_MS))
         fail_msg ("the republish job did not end: %s", mx_testproc_stderr (daemon));
-}
-
-//  The whole mailbox processed and every event delivered.
-static void
-s_wait_settled (fixture_t *fx)
-{
-    MYSQL *m = mx_testmb_connect (fx->mb);
-    assert_int_equal (mysql_query (m, "SELECT COUNT(*) FROM CMINMSGS"), 0);
-    MYSQL_RES *res = mysql_store_result (m);
-    char total [32];
-    snprintf (total, sizeof total, "%s", mysql_fetch_row (res) [0]);
-    mysql_free_result (res);
-    mysql_close (m);
-    const char *params [] = { total };
-    mx_testpg_wait_params (fx->conn,
-        "SELECT count(*) FILTER (WHERE state IN ('SUCCEEDED', 'SKIPPED', 'DEAD')) >= $1::bigint"
-        "   AND count(*) FILTER (WHERE state IN ('PENDING', 'FAILED')) = 0"
-        "   AND NOT EXISTS (SELECT 1 FROM msg_event WHERE state = 'PENDING') FROM proc_state", 1, params);
 }
 
 static char *
@@ -410,7 +347,7 @@ test_reference_topic (void **state)
     free (names);
 
     mx_testproc_t *daemon = s_start (fx, "500");
-    s_wait_settled (fx);
+    mx_testdaemon_wait_processed (fx->conn, fx->mb, true);
     mx_testpg_expect (fx->conn, "SELECT count (DISTINCT rtype) > 10 FROM ref_master", "t");
     //  One event per entry change, each with its list and key.
     mx_testpg_expect (fx->conn, "SELECT count(*) > 0 AND bool_and (flid = 0 AND partition_key LIKE '%:%')"
@@ -431,7 +368,7 @@ test_reference_topic (void **state)
     const char *params [] = { key };
     mx_testpg_wait_params (fx->conn, "SELECT NOT EXISTS (SELECT 1 FROM ref_master WHERE rtype = 'GLST'"
                                      " AND rkey = $1::text)", 1, params);
-    s_wait_settled (fx);
+    mx_testdaemon_wait_processed (fx->conn, fx->mb, true);
     first = s_read (fx, TOPIC_REF);
     char *record_key = zsys_sprintf ("GLST:%s", key);
     zhashx_t *view = s_compacted (fx, TOPIC_REF, 0);
@@ -459,7 +396,7 @@ test_reference_topic (void **state)
     s_ctl (fx, 0, &out, "republish", "--reference", "--yes", NULL);
     free (out);
     s_wait_done (daemon);
-    s_wait_settled (fx);
+    mx_testdaemon_wait_processed (fx->conn, fx->mb, true);
     first = s_read (fx, TOPIC_REF);
     size_t again = 0;
     for (size_t i = first; i < fx->count; i++)
@@ -473,7 +410,7 @@ test_reference_topic (void **state)
     assert_int_equal (s_metric (fx, series), strtoll (entries, NULL, 10));
     assert_true (s_metric (fx, "msgx_events_sent_total{target=\"KAFKA:ref\"}") >= 2 * strtoll (entries, NULL, 10));
     free (entries);
-    s_stop (&daemon);
+    mx_testdaemon_stop (&daemon);
 }
 
 static void
@@ -498,7 +435,7 @@ test_republish_day (void **state)
     //  20 events a second: the job of 80 flights lasts about 4 s, long
     //  enough to be killed in the middle.
     mx_testproc_t *daemon = s_start (fx, "20");
-    s_wait_settled (fx);
+    mx_testdaemon_wait_processed (fx->conn, fx->mb, true);
     char *flights = mx_testpg_value (fx->conn, "SELECT count(*) FROM flight_schd WHERE operation_day = '" DAY "'");
     int64_t day_flights = strtoll (flights, NULL, 10);
     assert_true (day_flights >= 40);
@@ -576,7 +513,7 @@ test_republish_day (void **state)
     free (out);
 
     //  The state topic after the marker is the day's compacted view.
-    s_wait_settled (fx);
+    mx_testdaemon_wait_processed (fx->conn, fx->mb, true);
     s_read (fx, TOPIC_MSG);
     zhashx_t *view = s_compacted (fx, TOPIC_SCHD, marker);
     assert_int_equal ((int64_t) zhashx_size (view), day_flights);
@@ -626,7 +563,7 @@ test_republish_day (void **state)
                                 " WHERE action = 'republish'", "refused,dry-run,ok,refused,refused,ok,ok");
     free (flights);
     free (before);
-    s_stop (&daemon);
+    mx_testdaemon_stop (&daemon);
 }
 
 int
