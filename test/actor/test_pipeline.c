@@ -741,13 +741,14 @@ test_retained_raw_text_outlives_the_mailbox_row (void **state)
                         " FROM proc_state WHERE msg_id = 1", "DEAD EXHAUSTED false");
     mx_testpg_expect (fx->conn, "SELECT count(*) FROM raw_message", "2");
 
-    //  Eight days later the jobs' sweep (7d by default) removes both
-    //  copies: a replay now ends DEAD(raw-missing).
-    mx_clock_advance (fx->clock, 8 * 24 * 3600 * 1000LL);
+    //  The jobs' sweep eight days later (7d by default) removes both
+    //  copies: a replay now ends DEAD(raw-missing). The sweep is called
+    //  with that time; the pipeline's clock stays (moved 8 days, it would
+    //  see the replay's batch held that long if its answer was not in yet).
+    int64_t later = mx_clock_now (fx->clock) + 8 * 24 * 3600 * 1000LL;
     int deleted = 0;
     char *error = NULL;
-    if (mx_rawstore_sweep (fx->conn, mx_clock_now (fx->clock) - fx->config->pipeline_raw_retention, 500,
-                           &deleted, &error))
+    if (mx_rawstore_sweep (fx->conn, later - fx->config->pipeline_raw_retention, 500, &deleted, &error))
         fail_msg ("sweep: %s", error);
     assert_int_equal (deleted, 2);
     verdict = s_admin (fx, "replay", "{\"ids\":[1],\"yes\":true,\"os_user\":\"ops\"}", &payload);
