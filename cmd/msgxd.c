@@ -344,8 +344,9 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
     S_ADVICE (api_window_days) =
         "1 covers yesterday, today and tomorrow in the airport zone for GET /all/flights.",
     S_ADVICE (api_readers) =
-        "Each reader holds a PostgreSQL session: 2 keeps single-flight reads answered while another "
-        "reader streams GET /all/flights or waits on a busy database; more only with cores to spare.",
+        "Each reader holds a PostgreSQL session and a thread. 1 leaves the most CPU to processing on an "
+        "instance that drains; 2 or more keeps single-flight reads answered while another reader streams "
+        "GET /all/flights or waits on a busy database: on a standby serving reads, or with cores to spare.",
     S_ADVICE (api_nice) =
         "Leave 0 unless reads must stay fast while a backlog drains on the same cores; then e.g. -5 "
         "with LimitNICE=-5 (or CAP_SYS_NICE) in the unit. It orders msgxd's own threads only: "

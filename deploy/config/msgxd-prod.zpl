@@ -804,11 +804,13 @@ msgx
 
         #   reader threads of the read API, each with its own PostgreSQL session
         #   (1..16): a slow read holds up only its own reader.
-        #   Integer; default 2; environment MSGX_API_READERS.
-        #   Each reader holds a PostgreSQL session: 2 keeps single-flight reads
-        #   answered while another reader streams GET /all/flights or waits on a
-        #   busy database; more only with cores to spare.
-        readers = 2
+        #   Integer; default 1; environment MSGX_API_READERS.
+        #   Each reader holds a PostgreSQL session and a thread. 1 leaves the
+        #   most CPU to processing on an instance that drains; 2 or more keeps
+        #   single-flight reads answered while another reader streams GET
+        #   /all/flights or waits on a busy database: on a standby serving
+        #   reads, or with cores to spare.
+        readers = 1
 
         #   nice value (-20..19) of the read API's threads (its readers and the
         #   http thread): negative puts reads before processing when the cores

@@ -703,6 +703,29 @@ s_port_bindable (int *port)
     return ok;
 }
 
+//  Ports this process was given: a test takes all its ports before its
+//  daemons bind them, so bindable alone would not keep it from getting one
+//  twice. Tests are single-threaded where they take ports.
+static int s_given [1024];
+static size_t s_given_count;
+
+static bool
+s_port_given (int port)
+{
+    for (size_t i = 0; i < s_given_count; i++)
+        if (s_given [i] == port)
+            return true;
+    return false;
+}
+
+static int
+s_port_give (int port)
+{
+    if (s_given_count < sizeof s_given / sizeof s_given [0])
+        s_given [s_given_count++] = port;
+    return port;
+}
+
 //  A port below the kernel's ephemeral range: between this call and the
 //  daemon's bind, no client socket of the tests running beside it (their
 //  PostgreSQL, MariaDB and Kafka connections) can be given it, as a port
@@ -724,8 +747,8 @@ mx_testenv_free_port (void)
         unsigned int seed = (unsigned int) getpid () ^ (unsigned int) now.tv_nsec;
         for (int attempt = 0; attempt < 200; attempt++) {
             int port = low + rand_r (&seed) % (ephemeral - low);
-            if (s_port_bindable (&port))
-                return port;
+            if (!s_port_given (port) && s_port_bindable (&port))
+                return s_port_give (port);
         }
     }
     int port = 0;

@@ -255,7 +255,9 @@ int
 const char *
     mx_testhttp_sample (const char *body, const char *series, char *buf, size_t size);
 
-//  A loopback TCP port nobody uses now: bound to port 0, then released.
+//  A loopback TCP port nobody uses now, below the ephemeral range, and
+//  never one this process was given before (a test takes several ports
+//  before its daemons bind any of them).
 int
     mx_testenv_free_port (void);
 
