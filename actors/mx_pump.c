@@ -162,7 +162,7 @@ s_tick (s_pump_t *self)
             }
         }
         //  5. Process.
-        if (mx_procstate_mark_started (self->pg, head.msg_id, now, &error)) {
+        if (head.processing_started_at < 0 && mx_procstate_mark_started (self->pg, head.msg_id, now, &error)) {
             mx_problem_report (&self->problem, "cannot mark the head as started", error);
             s_later (self, self->config->pipeline_poll_interval);
             return;

@@ -273,6 +273,14 @@ mx_pg_begin (PGconn *conn, char **error)
 }
 
 int
+mx_pg_begin_unflushed (PGconn *conn, char **error)
+{
+    //  One simple query, one round trip: SET LOCAL lasts until the COMMIT.
+    return s_checked (conn, PQexec (conn, "BEGIN; SET LOCAL synchronous_commit = off"),
+                      "BEGIN; SET LOCAL synchronous_commit = off", NULL, error);
+}
+
+int
 mx_pg_commit_send (PGconn *conn, char **error)
 {
     if (PQsendQueryParams (conn, "COMMIT", 0, NULL, NULL, NULL, NULL, 0) != 1) {

@@ -61,6 +61,16 @@ int
 
 int
     mx_pg_begin (PGconn *conn, char **error);
+//  BEGIN a transaction whose COMMIT does not wait for the WAL to reach the
+//  disk (synchronous_commit off for it alone). Only for a transaction that
+//  (a) a crash of the PostgreSQL server may lose without harm, because what
+//  it records is recorded again or does not matter, and (b) nothing carries
+//  out of PostgreSQL before a later durable commit of the FIFO path, whose
+//  flush takes all earlier WAL with it. A kill of msgxd loses no committed
+//  transaction either way: the server has it. docs/reliability.md lists
+//  the transactions that use it.
+int
+    mx_pg_begin_unflushed (PGconn *conn, char **error);
 //  Fails also when the server answers a COMMIT with a rollback (the
 //  transaction had already failed).
 //  The result of a statement sent with PQsend*: takes the first result,

@@ -82,7 +82,9 @@ mx_procstate_enqueue (PGconn *conn, const int64_t *ids, const int64_t *received,
                       int64_t now_ms, int *inserted, char **error)
 {
     *inserted = 0;
-    if (mx_pg_begin (conn, error))
+    //  Lost with a crashed server, the rows and W go back together and are
+    //  read again from the mailbox.
+    if (mx_pg_begin_unflushed (conn, error))
         return -1;
     char now [MX_PG_INT64_BUFSIZE];
     mx_pg_int64_text (now_ms, now);
@@ -255,12 +257,15 @@ mx_procstate_batch_start (PGconn *conn, int64_t head, int64_t *ids, size_t max, 
     char head_text [MX_PG_INT64_BUFSIZE], limit [MX_PG_INT64_BUFSIZE];
     const char *params [] = { mx_pg_int64_text (head, head_text), mx_pg_int64_text ((int64_t) max, limit) };
     PGresult *res = NULL;
+    //  A start lost with a crashed server counts no death of msgxd.
+    if (mx_pg_begin_unflushed (conn, error))
+        return -1;
     if (mx_pg_exec (conn,
             "SELECT msg_id, state = 'PENDING' AND msg_id <= (SELECT committed_up_to FROM inbox_cursor),"
             " EXISTS (SELECT 1 FROM proc_suspect s WHERE s.msg_id = proc_state.msg_id)"
             " FROM proc_state WHERE state IN ('PENDING', 'FAILED') AND msg_id >= $1::bigint"
             " ORDER BY msg_id LIMIT $2::bigint", 2, params, &res, error))
-        return -1;
+        goto failed;
     int rows = PQntuples (res);
     if (rows > 0 && mx_pg_get_int64 (res, 0, 0) == head) {
         ids [(*count)++] = head;
@@ -273,20 +278,29 @@ mx_procstate_batch_start (PGconn *conn, int64_t head, int64_t *ids, size_t max, 
         }
     }
     PQclear (res);
-    if (*count == 0)
-        return 0;
-    char first [MX_PG_INT64_BUFSIZE], last [MX_PG_INT64_BUFSIZE], now [MX_PG_INT64_BUFSIZE];
-    const char *insert_params [] = {
-        mx_pg_int64_text (ids [0], first), mx_pg_int64_text (ids [*count - 1], last), mx_pg_int64_text (now_ms, now)
-    };
-    if (mx_pg_exec (conn, "INSERT INTO proc_start (first_id, last_id, started_at) VALUES ($1, $2, " TS (3) ")"
-                          " RETURNING id", 3, insert_params, &res, error)) {
-        *count = 0;
-        return -1;
+    if (*count > 0) {
+        char first [MX_PG_INT64_BUFSIZE], last [MX_PG_INT64_BUFSIZE], now [MX_PG_INT64_BUFSIZE];
+        const char *insert_params [] = {
+            mx_pg_int64_text (ids [0], first), mx_pg_int64_text (ids [*count - 1], last),
+            mx_pg_int64_text (now_ms, now)
+        };
+        if (mx_pg_exec (conn, "INSERT INTO proc_start (first_id, last_id, started_at) VALUES ($1, $2, " TS (3) ")"
+                              " RETURNING id", 3, insert_params, &res, error))
+            goto failed;
+        *journal = mx_pg_get_int64 (res, 0, 0);
+        PQclear (res);
     }
-    *journal = mx_pg_get_int64 (res, 0, 0);
-    PQclear (res);
+    if (mx_pg_commit (conn, error))
+        goto failed;
     return 0;
+
+failed:;
+    char *ignored = NULL;
+    mx_pg_rollback (conn, &ignored);
+    free (ignored);
+    *count = 0;
+    *journal = 0;
+    return -1;
 }
 
 int
@@ -337,9 +351,20 @@ mx_procstate_mark_started (PGconn *conn, int64_t msg_id, int64_t now_ms, char **
 {
     char id [MX_PG_INT64_BUFSIZE], now [MX_PG_INT64_BUFSIZE];
     const char *params [] = { mx_pg_int64_text (msg_id, id), mx_pg_int64_text (now_ms, now) };
-    return s_update (conn, "UPDATE proc_state SET processing_started_at = " TS (2) ", updated_at = " TS (2)
-                           " WHERE msg_id = $1 AND processing_started_at IS NULL"
-                           " AND state IN ('PENDING', 'FAILED')", 2, params, error) < 0 ? -1 : 0;
+    //  Lost with a crashed server, the head-deadline counts from the row's
+    //  last update instead, and the start-to-outcome figure is missing.
+    if (mx_pg_begin_unflushed (conn, error))
+        return -1;
+    if (s_update (conn, "UPDATE proc_state SET processing_started_at = " TS (2) ", updated_at = " TS (2)
+                        " WHERE msg_id = $1 AND processing_started_at IS NULL"
+                        " AND state IN ('PENDING', 'FAILED')", 2, params, error) < 0
+    ||  mx_pg_commit (conn, error)) {
+        char *ignored = NULL;
+        mx_pg_rollback (conn, &ignored);
+        free (ignored);
+        return -1;
+    }
+    return 0;
 }
 
 int

@@ -324,6 +324,23 @@ test_transactions (void **state)
     free (error);
     assert_int_equal (PQtransactionStatus (conn), PQTRANS_IDLE);
     mx_testpg_expect (conn, "SELECT count(*) FROM t", "1");
+
+    //  An unflushed transaction turns synchronous_commit off for itself
+    //  only: the session's setting is back after its COMMIT and after its
+    //  ROLLBACK, and what it committed is there.
+    assert_int_equal (mx_pg_exec (conn, "SET synchronous_commit = on", 0, NULL, NULL, &error), 0);
+    assert_int_equal (mx_pg_begin_unflushed (conn, &error), 0);
+    assert_int_equal (PQtransactionStatus (conn), PQTRANS_INTRANS);
+    mx_testpg_expect (conn, "SHOW synchronous_commit", "off");
+    assert_int_equal (mx_pg_exec (conn, "INSERT INTO t VALUES (3)", 0, NULL, NULL, &error), 0);
+    assert_int_equal (mx_pg_commit (conn, &error), 0);
+    mx_testpg_expect (conn, "SHOW synchronous_commit", "on");
+    mx_testpg_expect (conn, "SELECT count(*) FROM t", "2");
+    assert_int_equal (mx_pg_begin_unflushed (conn, &error), 0);
+    assert_int_equal (mx_pg_exec (conn, "INSERT INTO t VALUES (4)", 0, NULL, NULL, &error), 0);
+    assert_int_equal (mx_pg_rollback (conn, &error), 0);
+    mx_testpg_expect (conn, "SHOW synchronous_commit", "on");
+    mx_testpg_expect (conn, "SELECT count(*) FROM t", "2");
     mx_pg_disconnect (&conn);
 }
 
