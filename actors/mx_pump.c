@@ -161,12 +161,8 @@ s_tick (s_pump_t *self)
                 return;
             }
         }
-        //  5. Process.
-        if (head.processing_started_at < 0 && mx_procstate_mark_started (self->pg, head.msg_id, now, &error)) {
-            mx_problem_report (&self->problem, "cannot mark the head as started", error);
-            s_later (self, self->config->pipeline_poll_interval);
-            return;
-        }
+        //  5. Process (the processor marks the head started with its
+        //  proc_start row).
         self->in_flight = head.msg_id;
         self->in_flight_since = now;
         self->epoch++;

@@ -275,6 +275,12 @@ mx_pg_begin (PGconn *conn, char **error)
 int
 mx_pg_begin_unflushed (PGconn *conn, char **error)
 {
+    //  Inside an open transaction BEGIN only warns, and the SET LOCAL
+    //  would reach the caller's transaction: refused.
+    if (PQtransactionStatus (conn) != PQTRANS_IDLE) {
+        s_set_error (error, "cannot begin an unflushed transaction: a transaction is already open");
+        return -1;
+    }
     //  One simple query, one round trip: SET LOCAL lasts until the COMMIT.
     return s_checked (conn, PQexec (conn, "BEGIN; SET LOCAL synchronous_commit = off"),
                       "BEGIN; SET LOCAL synchronous_commit = off", NULL, error);

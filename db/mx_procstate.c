@@ -284,7 +284,13 @@ mx_procstate_batch_start (PGconn *conn, int64_t head, int64_t *ids, size_t max, 
             mx_pg_int64_text (ids [0], first), mx_pg_int64_text (ids [*count - 1], last),
             mx_pg_int64_text (now_ms, now)
         };
-        if (mx_pg_exec (conn, "INSERT INTO proc_start (first_id, last_id, started_at) VALUES ($1, $2, " TS (3) ")"
+        //  The head's start mark goes with it (the head-deadline counts
+        //  from it); lost with a crashed server, the deadline counts from
+        //  the row's last update instead.
+        if (mx_pg_exec (conn, "WITH started AS (UPDATE proc_state SET processing_started_at = " TS (3) ","
+                              "   updated_at = " TS (3) " WHERE msg_id = $1 AND processing_started_at IS NULL"
+                              "   AND state IN ('PENDING', 'FAILED'))"
+                              " INSERT INTO proc_start (first_id, last_id, started_at) VALUES ($1, $2, " TS (3) ")"
                               " RETURNING id", 3, insert_params, &res, error))
             goto failed;
         *journal = mx_pg_get_int64 (res, 0, 0);
@@ -351,20 +357,9 @@ mx_procstate_mark_started (PGconn *conn, int64_t msg_id, int64_t now_ms, char **
 {
     char id [MX_PG_INT64_BUFSIZE], now [MX_PG_INT64_BUFSIZE];
     const char *params [] = { mx_pg_int64_text (msg_id, id), mx_pg_int64_text (now_ms, now) };
-    //  Lost with a crashed server, the head-deadline counts from the row's
-    //  last update instead, and the start-to-outcome figure is missing.
-    if (mx_pg_begin_unflushed (conn, error))
-        return -1;
-    if (s_update (conn, "UPDATE proc_state SET processing_started_at = " TS (2) ", updated_at = " TS (2)
-                        " WHERE msg_id = $1 AND processing_started_at IS NULL"
-                        " AND state IN ('PENDING', 'FAILED')", 2, params, error) < 0
-    ||  mx_pg_commit (conn, error)) {
-        char *ignored = NULL;
-        mx_pg_rollback (conn, &ignored);
-        free (ignored);
-        return -1;
-    }
-    return 0;
+    return s_update (conn, "UPDATE proc_state SET processing_started_at = " TS (2) ", updated_at = " TS (2)
+                           " WHERE msg_id = $1 AND processing_started_at IS NULL"
+                           " AND state IN ('PENDING', 'FAILED')", 2, params, error) < 0 ? -1 : 0;
 }
 
 int

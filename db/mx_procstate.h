@@ -94,8 +94,10 @@ int mx_procstate_get (PGconn *conn, int64_t msg_id, mx_head_t *row, char **error
 //  head, then the ready messages after it (PENDING, <= W, in order,
 //  stopping at the first FAILED one or the first suspect), at
 //  most max in all; a suspect (a proc_suspect row) head goes alone. A proc_start row of the
-//  range is committed (*journal its id): a crash or a hang during the work
-//  leaves it behind. *count 0 when the head is not PENDING/FAILED any more.
+//  range is committed (*journal its id), with the head's first start mark
+//  (processing_started_at): a crash or a hang during the work leaves the
+//  row behind. The commit does not wait for the disk (mx_pg_begin_unflushed).
+//  *count 0 when the head is not PENDING/FAILED any more.
 int mx_procstate_batch_start (PGconn *conn, int64_t head, int64_t *ids, size_t max, size_t *count,
                               int64_t now_ms, int64_t *journal, char **error);
 //  The batch's proc_start row deleted: inside its business transaction (it

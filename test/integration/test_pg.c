@@ -341,6 +341,15 @@ test_transactions (void **state)
     assert_int_equal (mx_pg_rollback (conn, &error), 0);
     mx_testpg_expect (conn, "SHOW synchronous_commit", "on");
     mx_testpg_expect (conn, "SELECT count(*) FROM t", "2");
+    //  Inside an open transaction it is refused, and that transaction
+    //  keeps waiting for the disk.
+    assert_int_equal (mx_pg_begin (conn, &error), 0);
+    assert_int_equal (mx_pg_begin_unflushed (conn, &error), -1);
+    assert_non_null (strstr (error, "already open"));
+    free (error);
+    error = NULL;
+    mx_testpg_expect (conn, "SHOW synchronous_commit", "on");
+    assert_int_equal (mx_pg_rollback (conn, &error), 0);
     mx_pg_disconnect (&conn);
 }
 
