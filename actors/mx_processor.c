@@ -244,6 +244,47 @@ s_flights_committed (s_processor_t *self)
     }
 }
 
+//  The read API's cache around the batch's commit (mx_doc_cache.h): its
+//  flights are held off before the COMMIT and invalidated once its
+//  outcome is known (a failed commit's too: it may have happened), before
+//  anything downstream hears of the batch.
+typedef struct {
+    int64_t *flids;
+    size_t count;
+    bool blind;                 //  no memory to name them: the cache is off meanwhile
+} s_doc_write_t;
+
+static void
+s_doc_write_begin (s_processor_t *self, s_doc_write_t *write)
+{
+    *write = (s_doc_write_t) { 0 };
+    mx_doc_cache_t *cache = self->args->doc_cache;
+    size_t count = zlistx_size (self->flights_owed);
+    if (!cache || count == 0)
+        return;
+    write->flids = (int64_t *) malloc (count * sizeof *write->flids);
+    if (!write->flids) {
+        write->blind = true;
+        mx_doc_cache_disable (cache);
+        return;
+    }
+    for (mx_flight_t *flight = (mx_flight_t *) zlistx_first (self->flights_owed); flight;
+         flight = (mx_flight_t *) zlistx_next (self->flights_owed))
+        write->flids [write->count++] = flight->flid;
+    mx_doc_cache_write_begin (cache, write->flids, write->count);
+}
+
+static void
+s_doc_write_end (s_processor_t *self, s_doc_write_t *write)
+{
+    if (write->blind)
+        mx_doc_cache_enable (self->args->doc_cache);
+    else
+        mx_doc_cache_invalidate (self->args->doc_cache, write->flids, write->count);
+    free (write->flids);
+    *write = (s_doc_write_t) { 0 };
+}
+
 //  Locks every flight of the set and loads them in one query each: whole
 //  only those whose stored state is not the one a batch of ours committed
 //  last (state_version and last_msg_id tell: every stored change bumps
@@ -1160,6 +1201,8 @@ s_process_batch (s_processor_t *self, int64_t head)
     //  A full batch says a backlog: the next messages are read and decoded
     //  while the server commits this one.
     at_commit = zclock_usecs ();
+    s_doc_write_t doc_write;
+    s_doc_write_begin (self, &doc_write);
     int commit_rc = mx_pg_commit_send (self->pg, &error);
     if (commit_rc == 0) {
         if (limit > 1 && done == limit && !(self->ahead && self->ahead->after == last))
@@ -1167,6 +1210,9 @@ s_process_batch (s_processor_t *self, int64_t head)
         s_ahead_decode (self, self->pg);
         commit_rc = mx_pg_commit_result (self->pg, &error);
     }
+    //  Before anything downstream hears of the batch (EVENTS_COMMITTED,
+    //  the reply).
+    s_doc_write_end (self, &doc_write);
     if (commit_rc)
         zlistx_purge (self->flights_owed);
     else
@@ -1305,8 +1351,14 @@ mx_processor_actor (zsock_t *pipe, void *args)
     //  backfill sweep anyway): never block on them, e.g. while control is
     //  busy stopping the actors and not reading this pipe.
     zsock_set_sndtimeo (pipe, 0);
+    //  The processor runs only on the instance holding the lock: while it
+    //  does, this instance alone writes flight state (with jobs), and
+    //  both invalidate what they change, so the read API may serve from
+    //  the cache. Control disables it too the moment the role is lost.
+    mx_doc_cache_enable (self->args->doc_cache);
     mx_actor_ops_t ops = { .command = s_command, .sources = s_sources };
     mx_actor_run (pipe, self->clock, &ops, self);
+    mx_doc_cache_disable (self->args->doc_cache);
     if (self->processed)
         mx_info (ACTOR, "stopped after %" PRIu64 " messages in %" PRIu64 " transactions",
                  self->processed, self->transactions);

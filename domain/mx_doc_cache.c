@@ -25,6 +25,7 @@ typedef struct {
 typedef struct {
     s_node_t node;
     uint64_t seq;                   //  of the flight's last invalidation
+    int pending;                    //  writes begun and not ended: no hit, no put
 } s_record_t;
 
 //  A fixed table of chains, and an age list: oldest at the head.
@@ -226,34 +227,63 @@ mx_doc_cache_enabled (mx_doc_cache_t *self)
     return enabled;
 }
 
-//  Records flid's invalidation at seq; the oldest record past the bound
-//  goes, and the floor rises to its sequence.
-static void
+//  The record of flid, made newest (a new one at seq); the oldest record
+//  past the bound that no write holds goes, and the floor rises to its
+//  sequence. NULL when out of memory: the floor is raised to seq then.
+static s_record_t *
 s_record (mx_doc_cache_t *self, int64_t flid, uint64_t seq)
 {
     s_record_t *record = (s_record_t *) s_table_find (&self->records, flid);
     if (record) {
         s_age_unlink (&self->records, &record->node);
         s_age_append (&self->records, &record->node);
+        return record;
     }
-    else {
-        if (self->records.count >= self->max_records) {
-            s_record_t *oldest = (s_record_t *) self->records.oldest;
+    if (self->records.count >= self->max_records) {
+        s_record_t *oldest = (s_record_t *) self->records.oldest;
+        while (oldest && oldest->pending)
+            oldest = (s_record_t *) oldest->node.newer;
+        if (oldest) {
             if (oldest->seq > self->floor)
                 self->floor = oldest->seq;
             s_table_remove (&self->records, &oldest->node);
             free (oldest);
         }
-        record = (s_record_t *) calloc (1, sizeof *record);
-        if (!record) {
-            //  Without a record, only the floor can refuse older reads.
-            self->floor = seq;
-            return;
-        }
-        record->node.flid = flid;
-        s_table_add (&self->records, &record->node);
     }
+    record = (s_record_t *) calloc (1, sizeof *record);
+    if (!record) {
+        //  Without a record, only the floor can refuse older reads.
+        self->floor = seq;
+        return NULL;
+    }
+    record->node.flid = flid;
     record->seq = seq;
+    s_table_add (&self->records, &record->node);
+    return record;
+}
+
+void
+mx_doc_cache_write_begin (mx_doc_cache_t *self, const int64_t *flids, size_t count)
+{
+    if (!self || count == 0)
+        return;
+    pthread_mutex_lock (&self->lock);
+    if (self->enabled)
+        for (size_t i = 0; i < count; i++) {
+            s_entry_t *entry = (s_entry_t *) s_table_find (&self->entries, flids [i]);
+            if (entry)
+                s_entry_drop (self, entry);
+            s_record_t *record = s_record (self, flids [i], self->seq);
+            if (record)
+                record->pending++;
+            else {
+                //  Cannot hold this flight off: nothing is served until enabled again.
+                s_clear (self);
+                self->enabled = false;
+                break;
+            }
+        }
+    pthread_mutex_unlock (&self->lock);
 }
 
 void
@@ -269,7 +299,12 @@ mx_doc_cache_invalidate (mx_doc_cache_t *self, const int64_t *flids, size_t coun
             s_entry_t *entry = (s_entry_t *) s_table_find (&self->entries, flids [i]);
             if (entry)
                 s_entry_drop (self, entry);
-            s_record (self, flids [i], seq);
+            s_record_t *record = s_record (self, flids [i], seq);
+            if (record) {
+                record->seq = seq;
+                if (record->pending > 0)
+                    record->pending--;
+            }
         }
     pthread_mutex_unlock (&self->lock);
 }
@@ -305,7 +340,7 @@ mx_doc_cache_put (mx_doc_cache_t *self, uint64_t ticket, int64_t flid, int64_t v
     bool stored = false;
     s_record_t *record = self->enabled && ticket >= self->floor
                        ? (s_record_t *) s_table_find (&self->records, flid) : NULL;
-    if (self->enabled && ticket >= self->floor && !(record && record->seq > ticket)) {
+    if (self->enabled && ticket >= self->floor && !(record && (record->seq > ticket || record->pending))) {
         s_entry_t *entry = (s_entry_t *) s_table_find (&self->entries, flid);
         //  Two reads of the same flight both current at their tickets: the
         //  later version stays.

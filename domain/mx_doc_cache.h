@@ -8,15 +8,19 @@
 
     Coherence (docs/architecture.md): the cache is used only while this
     instance is the writer (mx_doc_cache_enable; disabled and emptied the
-    moment it stops being one). Every writer of flight state calls
-    mx_doc_cache_invalidate with the flights it changed after its
-    transaction commits and before anything downstream can learn of the
-    change. A reader takes a ticket (mx_doc_cache_ticket) before it reads
-    PostgreSQL and offers what it read with that ticket (mx_doc_cache_put):
-    refused if the flight was invalidated after the ticket was taken, so a
-    read that raced a commit never enters. Invalidation records are kept
-    per flight, at most a bound of them; when the oldest goes, the floor
-    rises to its sequence and every older ticket is refused.
+    moment it stops being one). Every writer of flight state, holding the
+    rows locked, calls mx_doc_cache_write_begin with the flights it
+    changes before its COMMIT (from then on they are misses, read from
+    PostgreSQL, and nothing enters for them) and mx_doc_cache_invalidate
+    after the commit's outcome is known, before anything downstream can
+    learn of the change. A reader takes a ticket (mx_doc_cache_ticket)
+    before it reads PostgreSQL and offers what it read with that ticket
+    (mx_doc_cache_put): refused while a write of the flight is under way or
+    if the flight was invalidated after the ticket was taken, so a read
+    that raced a commit never enters and no hit ever answers a state older
+    than PostgreSQL's. Invalidation records are kept per flight, at most a
+    bound of them; when the oldest goes, the floor rises to its sequence
+    and every older ticket is refused.
 
     All functions are thread-safe. A NULL cache is accepted everywhere and
     is a cache that is off.
@@ -53,8 +57,15 @@ void
 bool
     mx_doc_cache_enabled (mx_doc_cache_t *self);
 
-//  The flights changed (or may have: a commit whose outcome is unknown).
-//  Their entries go, and a put with a ticket taken before is refused.
+//  A write of the flights is about to commit: their entries go, and until
+//  mx_doc_cache_invalidate ends it they are misses and no put enters.
+//  Writers never hold one flight at once (the row locks keep them apart).
+void
+    mx_doc_cache_write_begin (mx_doc_cache_t *self, const int64_t *flids, size_t count);
+
+//  The flights changed (or may have: a commit whose outcome is unknown);
+//  ends a write begun (also alone). Their entries go, and a put with a
+//  ticket taken before is refused.
 void
     mx_doc_cache_invalidate (mx_doc_cache_t *self, const int64_t *flids, size_t count);
 

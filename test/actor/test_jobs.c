@@ -137,7 +137,7 @@ s_teardown (void **state)
 static void
 s_start (fixture_t *fx, char **detail)
 {
-    fx->args = (mx_actor_args_t) { "jobs", fx->config, fx->clock, "test", NULL };
+    fx->args = (mx_actor_args_t) { "jobs", fx->config, fx->clock, "test", NULL, NULL };
     fx->actor = mx_testactor_start (mx_jobs_actor, &fx->args, "jobs", detail);
 }
 
@@ -270,16 +270,16 @@ test_batches_are_bounded_and_skip_held_rows (void **state)
     assert_int_equal (mx_pg_exec (processor, "SELECT 1 FROM flight_schd WHERE flid = 101 FOR UPDATE", 0, NULL,
                                   NULL, &error), 0);
     int moved = 0, tombstones = 0;
-    assert_int_equal (mx_jobs_history_batch (conn, &which, 1, T0, &moved, &tombstones, &error), 0);
+    assert_int_equal (mx_jobs_history_batch (conn, &which, 1, T0, &moved, &tombstones, NULL, NULL, &error), 0);
     assert_int_equal (moved, 1);
     assert_int_equal (tombstones, 0);          //  102, deleted by FDEL
-    assert_int_equal (mx_jobs_history_batch (conn, &which, 1, T0, &moved, &tombstones, &error), 0);
+    assert_int_equal (mx_jobs_history_batch (conn, &which, 1, T0, &moved, &tombstones, NULL, NULL, &error), 0);
     assert_int_equal (moved, 1);
     assert_int_equal (tombstones, 1);          //  105
-    assert_int_equal (mx_jobs_history_batch (conn, &which, 1, T0, &moved, &tombstones, &error), 0);
+    assert_int_equal (mx_jobs_history_batch (conn, &which, 1, T0, &moved, &tombstones, NULL, NULL, &error), 0);
     assert_int_equal (moved, 0);
     assert_int_equal (mx_pg_commit (processor, &error), 0);
-    assert_int_equal (mx_jobs_history_batch (conn, &which, 5, T0, &moved, &tombstones, &error), 0);
+    assert_int_equal (mx_jobs_history_batch (conn, &which, 5, T0, &moved, &tombstones, NULL, NULL, &error), 0);
     assert_int_equal (moved, 1);
     mx_testpg_expect (fx->conn, "SELECT string_agg (flid::text, ',' ORDER BY flid) FROM flight_schd_hst", "101,102,105");
 
