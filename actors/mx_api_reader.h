@@ -23,7 +23,10 @@
     http matches answers to requests by tag.
 
     It reads only PostgreSQL, never the control loop's state, so a standby
-    answers as the active does. Paths, parameters and limits are checked
+    answers as the active does. On the active instance each state document
+    it renders for GET /flights/{flid} is put into the state-document cache
+    with the ticket taken before its read (mx_doc_cache.h); http answers
+    the next request for it itself (mx_api_reader_cached). Paths, parameters and limits are checked
     here, one place: every refusal is a JSON error {"error":{"code",
     "message"}} counted in msgx_api_requests_total by outcome.
 
