@@ -70,7 +70,7 @@ s_picked (void *self_, const int64_t *flids, size_t count)
     assert (count <= S_BATCH);
     memcpy (self->picked, flids, count * sizeof *flids);
     self->picked_count = count;
-    mx_doc_cache_write_begin (self->args->doc_cache, flids, count);
+    mx_doc_cache_write_begin (self->args->doc_cache, flids, count, NULL);
 }
 
 int64_t

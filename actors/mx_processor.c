@@ -250,6 +250,7 @@ s_flights_committed (s_processor_t *self)
 //  anything downstream hears of the batch.
 typedef struct {
     int64_t *flids;
+    bool *had;                  //  per flid: it was in the cache
     size_t count;
     bool blind;                 //  no memory to name them: the cache is off meanwhile
 } s_doc_write_t;
@@ -263,25 +264,49 @@ s_doc_write_begin (s_processor_t *self, s_doc_write_t *write)
     if (!cache || count == 0)
         return;
     write->flids = (int64_t *) malloc (count * sizeof *write->flids);
-    if (!write->flids) {
-        write->blind = true;
+    write->had = (bool *) malloc (count * sizeof *write->had);
+    if (!write->flids || !write->had) {
+        free (write->flids);
+        free (write->had);
+        *write = (s_doc_write_t) { .blind = true };
         mx_doc_cache_disable (cache);
         return;
     }
     for (mx_flight_t *flight = (mx_flight_t *) zlistx_first (self->flights_owed); flight;
          flight = (mx_flight_t *) zlistx_next (self->flights_owed))
         write->flids [write->count++] = flight->flid;
-    mx_doc_cache_write_begin (cache, write->flids, write->count);
+    mx_doc_cache_write_begin (cache, write->flids, write->count, write->had);
 }
 
+//  Ends the write. When it committed, the flights readers had in the
+//  cache get their new documents (the committed states, in self->flights
+//  by now), with a ticket taken after the end: a read of them under a
+//  drain then stays a hit instead of waiting for PostgreSQL behind the
+//  drain. The same bytes the reader renders (json_dumps of the state
+//  document, test_flight checks it).
 static void
-s_doc_write_end (s_processor_t *self, s_doc_write_t *write)
+s_doc_write_end (s_processor_t *self, s_doc_write_t *write, bool committed)
 {
+    mx_doc_cache_t *cache = self->args->doc_cache;
     if (write->blind)
-        mx_doc_cache_enable (self->args->doc_cache);
+        mx_doc_cache_enable (cache);
     else
-        mx_doc_cache_invalidate (self->args->doc_cache, write->flids, write->count);
+        mx_doc_cache_invalidate (cache, write->flids, write->count);
+    uint64_t ticket = mx_doc_cache_ticket (cache);
+    for (size_t i = 0; committed && i < write->count; i++) {
+        if (!write->had [i])
+            continue;
+        char key [24];
+        snprintf (key, sizeof key, "%" PRId64, write->flids [i]);
+        const mx_flight_t *flight = (const mx_flight_t *) zhashx_lookup (self->flights, key);
+        if (!flight || !self->zone)
+            continue;
+        mx_flight_state_text_into (flight, self->zone, &self->doc_state);
+        mx_doc_cache_put (cache, ticket, flight->flid, flight->state_version, self->doc_state.data,
+                          self->doc_state.size);
+    }
     free (write->flids);
+    free (write->had);
     *write = (s_doc_write_t) { 0 };
 }
 
@@ -1210,13 +1235,13 @@ s_process_batch (s_processor_t *self, int64_t head)
         s_ahead_decode (self, self->pg);
         commit_rc = mx_pg_commit_result (self->pg, &error);
     }
-    //  Before anything downstream hears of the batch (EVENTS_COMMITTED,
-    //  the reply).
-    s_doc_write_end (self, &doc_write);
     if (commit_rc)
         zlistx_purge (self->flights_owed);
     else
         s_flights_committed (self);
+    //  Before anything downstream hears of the batch (EVENTS_COMMITTED,
+    //  the reply).
+    s_doc_write_end (self, &doc_write, commit_rc == 0);
     if (commit_rc) {
         mx_warn (ACTOR, "commit of a batch of %zu failed, nothing of it stays: %s", done, error);
         free (error);

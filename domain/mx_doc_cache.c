@@ -263,8 +263,10 @@ s_record (mx_doc_cache_t *self, int64_t flid, uint64_t seq)
 }
 
 void
-mx_doc_cache_write_begin (mx_doc_cache_t *self, const int64_t *flids, size_t count)
+mx_doc_cache_write_begin (mx_doc_cache_t *self, const int64_t *flids, size_t count, bool *had)
 {
+    if (had)
+        memset (had, 0, count * sizeof *had);
     if (!self || count == 0)
         return;
     pthread_mutex_lock (&self->lock);
@@ -273,6 +275,8 @@ mx_doc_cache_write_begin (mx_doc_cache_t *self, const int64_t *flids, size_t cou
             s_entry_t *entry = (s_entry_t *) s_table_find (&self->entries, flids [i]);
             if (entry)
                 s_entry_drop (self, entry);
+            if (had)
+                had [i] = entry != NULL;
             s_record_t *record = s_record (self, flids [i], self->seq);
             if (record)
                 record->pending++;

@@ -60,8 +60,10 @@ bool
 //  A write of the flights is about to commit: their entries go, and until
 //  mx_doc_cache_invalidate ends it they are misses and no put enters.
 //  Writers never hold one flight at once (the row locks keep them apart).
+//  had (count of them, or NULL) tells which had an entry: the writer may
+//  put their new documents after the end, with a ticket taken then.
 void
-    mx_doc_cache_write_begin (mx_doc_cache_t *self, const int64_t *flids, size_t count);
+    mx_doc_cache_write_begin (mx_doc_cache_t *self, const int64_t *flids, size_t count, bool *had);
 
 //  The flights changed (or may have: a commit whose outcome is unknown);
 //  ends a write begun (also alone). Their entries go, and a put with a

@@ -177,7 +177,9 @@ test_write_under_way_holds_the_flight_off (void **state)
     mx_doc_cache_t *cache = s_cache (16, 4096, 2);
     assert_true (s_put (cache, 8, 1));
     int64_t flid = 8;
-    mx_doc_cache_write_begin (cache, &flid, 1);
+    bool had = false;
+    mx_doc_cache_write_begin (cache, &flid, 1, &had);
+    assert_true (had);
     assert_false (s_has (cache, 8));
     uint64_t during = mx_doc_cache_ticket (cache);
     assert_false (mx_doc_cache_put (cache, during, 8, 1, "old", 3));
@@ -266,7 +268,7 @@ s_writer (void *arg)
     unsigned seed = 1;
     for (int round = 0; round < S_ROUNDS; round++) {
         int64_t flid = (int64_t) (rand_r (&seed) % S_FLIGHTS);
-        mx_doc_cache_write_begin (shared->cache, &flid, 1);
+        mx_doc_cache_write_begin (shared->cache, &flid, 1, NULL);
         pthread_mutex_lock (&shared->lock);
         shared->versions [flid]++;                          //  commit
         pthread_mutex_unlock (&shared->lock);
