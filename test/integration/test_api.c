@@ -20,8 +20,9 @@
     - the state-document cache of the active: a second read is a hit
       (counted), even with flight_schd locked (no PostgreSQL); a message
       that changes the flight is read back at once, ETags old and new
-      behave; a standby never serves from it (locked: 503, after a change
-      on the active: the new state)
+      behave, the processor's refreshed document is a hit byte for byte
+      what the standby reads; a standby never serves from it (locked: 503,
+      after a change on the active: the new state)
     - every answer valid against docs/api/openapi.json (mx-validate-api)
     - msgxctl flight FLID --history on both: the same state, the messages
       and events of the outbox
