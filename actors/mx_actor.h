@@ -15,6 +15,7 @@
 #include "mx_clock.h"
 #include "mx_cmd.h"
 #include "mx_config.h"
+#include "mx_doc_cache.h"
 
 //  What control hands to each child. Read-only for the child; owned by
 //  control and valid until the child is destroyed.
@@ -29,6 +30,10 @@ typedef struct {
     //  Effective Kafka bootstrap servers: the configured brokers, or the
     //  embedded mock cluster's address in the dev profile.
     const char *kafka_bootstrap;
+    //  The read API's state-document cache (NULL: off), control's: http
+    //  serves from it, the processor enables it while it runs and, with
+    //  jobs, invalidates what they change (mx_doc_cache.h).
+    mx_doc_cache_t *doc_cache;
 } mx_actor_args_t;
 
 //  The inproc endpoint of an actor's data socket.

@@ -39,11 +39,54 @@ s_counter (const char *outcome)
         " forbidden (403); a stream counts when it ends", labels);
 }
 
+static mx_metrics_counter_t *
+s_cache_hits (void)
+{
+    return mx_metrics_counter ("msgx_api_cache_hits_total",
+        "GET /flights/{flid} answered from the state-document cache (msgx.api.cache-flights), 200 or 304,"
+        " without PostgreSQL", NULL);
+}
+
+static mx_metrics_counter_t *
+s_cache_misses (void)
+{
+    return mx_metrics_counter ("msgx_api_cache_misses_total",
+        "GET /flights/{flid} the state-document cache did not hold while on (active instance): read from"
+        " PostgreSQL", NULL);
+}
+
+static mx_metrics_gauge_t *
+s_cache_entries (void)
+{
+    return mx_metrics_gauge ("msgx_api_cache_entries",
+        "State documents in the read API's cache (0 on a standby: the cache is off there)", NULL);
+}
+
+static mx_metrics_gauge_t *
+s_cache_bytes (void)
+{
+    return mx_metrics_gauge ("msgx_api_cache_bytes",
+        "Bytes of the state documents in the read API's cache (at most msgx.api.cache-bytes)", NULL);
+}
+
 void
 mx_api_reader_register_metrics (void)
 {
     for (size_t i = 0; i < sizeof s_outcomes / sizeof s_outcomes [0]; i++)
         s_counter (s_outcomes [i]);
+    s_cache_hits ();
+    s_cache_misses ();
+    mx_metrics_gauge_set (s_cache_entries (), 0);
+    mx_metrics_gauge_set (s_cache_bytes (), 0);
+}
+
+void
+mx_api_reader_cache_gauges (mx_doc_cache_t *cache)
+{
+    mx_doc_cache_stats_t stats;
+    mx_doc_cache_stats (cache, &stats);
+    mx_metrics_gauge_set (s_cache_entries (), (double) stats.entries);
+    mx_metrics_gauge_set (s_cache_bytes (), (double) stats.bytes);
 }
 
 int
@@ -352,6 +395,40 @@ s_matches (const char *if_none_match, const char *etag)
     return false;
 }
 
+bool
+mx_api_reader_cached (mx_doc_cache_t *cache, const char *path, bool has_args,
+                      const char *if_none_match, int *status, char **etag, char **body)
+{
+    size_t prefix = strlen (S_PATH_FLIGHTS "/");
+    int64_t flid = 0;
+    if (!cache || has_args || strncmp (path, S_PATH_FLIGHTS "/", prefix) != 0
+    ||  !s_positive (path + prefix, &flid) || !mx_doc_cache_enabled (cache))
+        return false;
+    int64_t version = 0;
+    char *doc = NULL;
+    if (!mx_doc_cache_get (cache, flid, &version, &doc, NULL)) {
+        mx_metrics_add (s_cache_misses (), 1);
+        return false;
+    }
+    char tag [MX_PG_INT64_BUFSIZE + 2];
+    s_etag (version, tag, sizeof tag);
+    bool not_modified = if_none_match && *if_none_match && s_matches (if_none_match, tag);
+    *etag = strdup (tag);
+    *body = not_modified ? strdup ("") : doc;
+    if (not_modified)
+        free (doc);
+    if (!*etag || !*body) {
+        free (*etag);
+        free (*body);
+        *etag = *body = NULL;
+        return false;
+    }
+    *status = not_modified ? 304 : 200;
+    mx_metrics_add (s_cache_hits (), 1);
+    mx_api_reader_count (not_modified ? "not_modified" : "ok");
+    return true;
+}
+
 //  The same answer for another request (a failure shared by a batch).
 static void
 s_answer_copy (s_answer_t *to, const s_answer_t *from)
@@ -382,6 +459,10 @@ s_flight_batch (s_reader_t *self, mx_cmd_API_GET_t *const *gets, size_t count, s
     s_answer_t *first = &answers [asked [0]];
     mx_flight_t *flights [S_BATCH_MAX] = { NULL };
     char *error = NULL;
+    //  Before the read: a flight changed after it is refused by the cache.
+    mx_doc_cache_t *cache = self->args->doc_cache;
+    uint64_t ticket = mx_doc_cache_ticket (cache);
+    bool caching = mx_doc_cache_enabled (cache);
     if (!s_ready (self, first))
         ;
     else
@@ -401,12 +482,21 @@ s_flight_batch (s_reader_t *self, mx_cmd_API_GET_t *const *gets, size_t count, s
         }
         const char *if_none_match = gets [asked [v]]->etag;
         s_etag (flight->state_version, answer->etag, sizeof answer->etag);
-        if (*if_none_match && s_matches (if_none_match, answer->etag))
-            answer->status = 304;
-        else {
+        bool not_modified = *if_none_match && s_matches (if_none_match, answer->etag);
+        char *text = NULL;
+        if (!not_modified || caching) {
             json_t *doc = mx_flight_state_doc (flight, self->zone);
-            answer->body = json_dumps (doc, JSON_COMPACT);
+            text = json_dumps (doc, JSON_COMPACT);
             json_decref (doc);
+        }
+        if (text && caching)
+            mx_doc_cache_put (cache, ticket, flids [v], flight->state_version, text, strlen (text));
+        if (not_modified) {
+            answer->status = 304;
+            free (text);
+        }
+        else {
+            answer->body = text;
             answer->status = 200;
         }
         mx_flight_destroy (&flights [v]);

@@ -23,7 +23,10 @@
     http matches answers to requests by tag.
 
     It reads only PostgreSQL, never the control loop's state, so a standby
-    answers as the active does. Paths, parameters and limits are checked
+    answers as the active does. On the active instance each state document
+    it renders for GET /flights/{flid} is put into the state-document cache
+    with the ticket taken before its read (mx_doc_cache.h); http answers
+    the next request for it itself (mx_api_reader_cached). Paths, parameters and limits are checked
     here, one place: every refusal is a JSON error {"error":{"code",
     "message"}} counted in msgx_api_requests_total by outcome.
 
@@ -38,6 +41,9 @@
 typedef struct {
     const char *name;                   //  for its log lines
     const mx_config_t *config;
+    //  The state documents it read go in (with the ticket taken before
+    //  the read); NULL = off. See mx_doc_cache.h.
+    mx_doc_cache_t *doc_cache;
 } mx_api_reader_args_t;
 
 //  Registers the read API's metric series (so they show before the first request).
@@ -51,6 +57,20 @@ void
 
 void
     mx_api_reader_actor (zsock_t *pipe, void *args);
+
+//  GET /flights/{flid} answered from the cache in the caller's thread (the
+//  http thread: no hop to a reader, no PostgreSQL): true on a hit, with
+//  *status 200 (*body the document) or 304 (If-None-Match matched, *body
+//  ""), and *etag, all malloc'd, the outcome and the hit counted. False
+//  when it is not such a request (path, parameters), or the cache is off
+//  (counted nowhere) or misses (counted as a miss): the reader answers.
+bool
+    mx_api_reader_cached (mx_doc_cache_t *cache, const char *path, bool has_args,
+                          const char *if_none_match, int *status, char **etag, char **body);
+
+//  Sets msgx_api_cache_entries and msgx_api_cache_bytes (before a scrape).
+void
+    mx_api_reader_cache_gauges (mx_doc_cache_t *cache);
 
 //  Gives the calling thread (thread: "reader" or "http", for the log) the
 //  nice value msgx.api.nice, when not 0: the read API's threads then go

@@ -61,6 +61,7 @@ typedef struct {
     char scope [64];            //  names our children's inproc sockets
     zhashx_t *admin_waiting;    //  request id -> REQ identity frame
     uint64_t admin_sequence;
+    mx_doc_cache_t *doc_cache;  //  the read API's, handed to every child; NULL = off
 } s_control_t;
 
 static void s_set_role (s_control_t *self, s_role_t role, const char *why);
@@ -384,6 +385,7 @@ s_children_start (s_control_t *self, bool services, char **error)
         child->args.clock = self->clock;
         child->args.scope = self->scope;
         child->args.kafka_bootstrap = self->args->kafka_bootstrap;
+        child->args.doc_cache = self->doc_cache;
         child->service = services;
         char *detail = NULL;
         char *why = NULL;
@@ -550,6 +552,12 @@ s_set_role (s_control_t *self, s_role_t role, const char *why)
 {
     if (self->role == role)
         return;
+    //  Not the writer any more (or not sure to be): the cache is coherent
+    //  only while this instance alone writes flight state. Emptied before
+    //  anyone hears of the new role; the processor enables it again when a
+    //  pipeline starts.
+    if (role != ROLE_ACTIVE)
+        mx_doc_cache_disable (self->doc_cache);
     self->role = role;
     //  Told before the line is logged: whoever reads the log and then
     //  asks /health gets the new role.
@@ -973,12 +981,20 @@ mx_control_actor (zsock_t *pipe, void *args)
     self->children = (s_child_t *) zmalloc ((self->args->child_count + 1) * sizeof (s_child_t));
     snprintf (self->scope, sizeof self->scope, "msgx-%d-%p", (int) getpid (), (void *) self);
     self->admin_waiting = zhashx_new ();
+    if (self->config->api_enabled && self->config->api_cache_flights > 0 && self->config->api_cache_bytes > 0) {
+        self->doc_cache = mx_doc_cache_new ((size_t) self->config->api_cache_flights,
+                                            (size_t) self->config->api_cache_bytes, 0);
+        if (!self->doc_cache)
+            mx_warn (ACTOR, "read API: no memory for the state-document cache (msgx.api.cache-flights %"
+                     PRId64 "): every GET /flights/{flid} reads PostgreSQL", self->config->api_cache_flights);
+    }
 
     mx_actor_ops_t ops = { .command = s_command, .sources = s_sources, .deadline = s_deadline, .wake = s_wake };
     mx_actor_run (pipe, self->clock, &ops, self);
     //  Ordered shutdown: pipeline first (reverse start order), then our
     //  own connections, releasing the instance lock last.
     s_children_stop (self);
+    mx_doc_cache_destroy (&self->doc_cache);
     //  Requests still waiting get no answer: their msgxctl times out.
     for (zframe_t *identity = (zframe_t *) zhashx_first (self->admin_waiting); identity;
          identity = (zframe_t *) zhashx_next (self->admin_waiting))

@@ -590,6 +590,7 @@ s_metrics (s_http_t *self, s_request_t *request)
     //  The metrics actor has set the snapshot gauges already (NaN if silent).
     s_publish_role (self);
     mx_metrics_counter_set (mx_log_dropped_metric (), mx_log_dropped ());
+    mx_api_reader_cache_gauges (self->args->doc_cache);
     char *text = mx_metrics_render ();
     enum MHD_Result rc = s_respond_as (request->connection, MHD_HTTP_OK,
                                        "text/plain; version=0.0.4; charset=utf-8",
@@ -675,10 +676,25 @@ s_least_loaded (s_http_t *self)
     return best;
 }
 
-//  Hands the request to a reader; the connection waits suspended.
+static enum MHD_Result
+    s_answer_api (s_http_t *self, s_request_t *request);
+
+//  A hit of the state-document cache is answered here, at once: no hop
+//  to a reader (whose queue may be behind a slow read) and no PostgreSQL.
+//  Anything else goes to a reader; the connection waits suspended.
 static enum MHD_Result
 s_ask_api (s_http_t *self, s_request_t *request, const char *url)
 {
+    const char *if_none_match = MHD_lookup_connection_value (request->connection, MHD_HEADER_KIND,
+                                                             MHD_HTTP_HEADER_IF_NONE_MATCH);
+    bool has_args = MHD_get_connection_values (request->connection, MHD_GET_ARGUMENT_KIND, NULL, NULL) > 0;
+    int status = 0;
+    if (mx_api_reader_cached (self->args->doc_cache, url, has_args, if_none_match, &status,
+                              &request->api_etag, &request->api_body)) {
+        request->api_status = status;
+        request->answered = true;
+        return s_answer_api (self, request);
+    }
     json_t *args = json_object ();
     MHD_get_connection_values (request->connection, MHD_GET_ARGUMENT_KIND, s_api_arg, args);
     char *args_text = json_dumps (args, JSON_COMPACT);
@@ -1224,7 +1240,8 @@ s_start (s_http_t *self, char **error)
         &&  s_read_token (self, "msgx.api.token-file", self->config->api_token_file,
                           &self->api_token, &self->api_token_length, error))
             return -1;
-        self->api_reader_args = (mx_api_reader_args_t) { .name = self->name, .config = self->config };
+        self->api_reader_args = (mx_api_reader_args_t) { .name = self->name, .config = self->config,
+                                                         .doc_cache = self->args->doc_cache };
         self->api_reader_count = (size_t) self->config->api_readers;
         assert (self->api_reader_count >= 1 && self->api_reader_count <= S_API_READERS_MAX);
         for (size_t i = 0; i < self->api_reader_count; i++) {

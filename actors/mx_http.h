@@ -30,7 +30,10 @@
     only; with msgx.api.token-file set, no or a wrong bearer token is 401.
     Everything else (paths, parameters, limits, the reads) is the api
     reader's (mx_api_reader.h); answers and refusals are JSON, on active
-    and standby alike. A streamed answer (GET /all/flights) is written as
+    and standby alike. On the active instance GET /flights/{flid} is first
+    looked up in the state-document cache (mx_doc_cache.h, args->doc_cache)
+    and a hit (200, or 304 on a matching If-None-Match) answered here at
+    once, with no reader and no PostgreSQL; a miss goes to a reader. A streamed answer (GET /all/flights) is written as
     its pieces come (chunked): the connection is suspended while no piece
     is in hand, at most two are held (the one being written and the next),
     and the next is asked for only when there is room, so a slow client

@@ -57,7 +57,21 @@ typedef struct {
     mx_metrics_counter_t *purged_msg;
     mx_metrics_counter_t *purged_schd;
     mx_metrics_counter_t *purged_ref;
+    //  The flights of the history batch under way, held off in the read
+    //  API's cache until its outcome is known.
+    int64_t picked [S_BATCH];
+    size_t picked_count;
 } s_jobs_t;
+
+static void
+s_picked (void *self_, const int64_t *flids, size_t count)
+{
+    s_jobs_t *self = (s_jobs_t *) self_;
+    assert (count <= S_BATCH);
+    memcpy (self->picked, flids, count * sizeof *flids);
+    self->picked_count = count;
+    mx_doc_cache_write_begin (self->args->doc_cache, flids, count, NULL);
+}
 
 int64_t
 mx_jobs_next_run (const mx_tz_t *zone, int run_at, int64_t now_ms, int64_t last_day)
@@ -164,7 +178,14 @@ s_run_step (s_jobs_t *self, char **error)
                 break;
             }
             int tombstones = 0;
-            if (mx_jobs_history_batch (self->pg, &self->history, S_BATCH, now, &done, &tombstones, error))
+            self->picked_count = 0;
+            int rc = mx_jobs_history_batch (self->pg, &self->history, S_BATCH, now, &done, &tombstones,
+                                            s_picked, self, error);
+            //  The outcome known (a failed commit's is not: it counts too),
+            //  before the next step: the read API never answers a flight
+            //  that is gone (mx_doc_cache.h).
+            mx_doc_cache_invalidate (self->args->doc_cache, self->picked, self->picked_count);
+            if (rc)
                 return -1;
             self->flights_moved += done;
             self->tombstones += tombstones;

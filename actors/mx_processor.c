@@ -244,6 +244,72 @@ s_flights_committed (s_processor_t *self)
     }
 }
 
+//  The read API's cache around the batch's commit (mx_doc_cache.h): its
+//  flights are held off before the COMMIT and invalidated once its
+//  outcome is known (a failed commit's too: it may have happened), before
+//  anything downstream hears of the batch.
+typedef struct {
+    int64_t *flids;
+    bool *had;                  //  per flid: it was in the cache
+    size_t count;
+    bool blind;                 //  no memory to name them: the cache is off meanwhile
+} s_doc_write_t;
+
+static void
+s_doc_write_begin (s_processor_t *self, s_doc_write_t *write)
+{
+    *write = (s_doc_write_t) { 0 };
+    mx_doc_cache_t *cache = self->args->doc_cache;
+    size_t count = zlistx_size (self->flights_owed);
+    if (!cache || count == 0)
+        return;
+    write->flids = (int64_t *) malloc (count * sizeof *write->flids);
+    write->had = (bool *) malloc (count * sizeof *write->had);
+    if (!write->flids || !write->had) {
+        free (write->flids);
+        free (write->had);
+        *write = (s_doc_write_t) { .blind = true };
+        mx_doc_cache_disable (cache);
+        return;
+    }
+    for (mx_flight_t *flight = (mx_flight_t *) zlistx_first (self->flights_owed); flight;
+         flight = (mx_flight_t *) zlistx_next (self->flights_owed))
+        write->flids [write->count++] = flight->flid;
+    mx_doc_cache_write_begin (cache, write->flids, write->count, write->had);
+}
+
+//  Ends the write. When it committed, the flights readers had in the
+//  cache get their new documents (the committed states, in self->flights
+//  by now), with a ticket taken after the end: a read of them under a
+//  drain then stays a hit instead of waiting for PostgreSQL behind the
+//  drain. The same bytes the reader renders (json_dumps of the state
+//  document, test_flight checks it).
+static void
+s_doc_write_end (s_processor_t *self, s_doc_write_t *write, bool committed)
+{
+    mx_doc_cache_t *cache = self->args->doc_cache;
+    if (write->blind)
+        mx_doc_cache_enable (cache);
+    else
+        mx_doc_cache_invalidate (cache, write->flids, write->count);
+    uint64_t ticket = mx_doc_cache_ticket (cache);
+    for (size_t i = 0; committed && i < write->count; i++) {
+        if (!write->had [i])
+            continue;
+        char key [24];
+        snprintf (key, sizeof key, "%" PRId64, write->flids [i]);
+        const mx_flight_t *flight = (const mx_flight_t *) zhashx_lookup (self->flights, key);
+        if (!flight || !self->zone)
+            continue;
+        mx_flight_state_text_into (flight, self->zone, &self->doc_state);
+        mx_doc_cache_put (cache, ticket, flight->flid, flight->state_version, self->doc_state.data,
+                          self->doc_state.size);
+    }
+    free (write->flids);
+    free (write->had);
+    *write = (s_doc_write_t) { 0 };
+}
+
 //  Locks every flight of the set and loads them in one query each: whole
 //  only those whose stored state is not the one a batch of ours committed
 //  last (state_version and last_msg_id tell: every stored change bumps
@@ -1160,6 +1226,8 @@ s_process_batch (s_processor_t *self, int64_t head)
     //  A full batch says a backlog: the next messages are read and decoded
     //  while the server commits this one.
     at_commit = zclock_usecs ();
+    s_doc_write_t doc_write;
+    s_doc_write_begin (self, &doc_write);
     int commit_rc = mx_pg_commit_send (self->pg, &error);
     if (commit_rc == 0) {
         if (limit > 1 && done == limit && !(self->ahead && self->ahead->after == last))
@@ -1171,6 +1239,9 @@ s_process_batch (s_processor_t *self, int64_t head)
         zlistx_purge (self->flights_owed);
     else
         s_flights_committed (self);
+    //  Before anything downstream hears of the batch (EVENTS_COMMITTED,
+    //  the reply).
+    s_doc_write_end (self, &doc_write, commit_rc == 0);
     if (commit_rc) {
         mx_warn (ACTOR, "commit of a batch of %zu failed, nothing of it stays: %s", done, error);
         free (error);
@@ -1305,8 +1376,14 @@ mx_processor_actor (zsock_t *pipe, void *args)
     //  backfill sweep anyway): never block on them, e.g. while control is
     //  busy stopping the actors and not reading this pipe.
     zsock_set_sndtimeo (pipe, 0);
+    //  The processor runs only on the instance holding the lock: while it
+    //  does, this instance alone writes flight state (with jobs), and
+    //  both invalidate what they change, so the read API may serve from
+    //  the cache. Control disables it too the moment the role is lost.
+    mx_doc_cache_enable (self->args->doc_cache);
     mx_actor_ops_t ops = { .command = s_command, .sources = s_sources };
     mx_actor_run (pipe, self->clock, &ops, self);
+    mx_doc_cache_disable (self->args->doc_cache);
     if (self->processed)
         mx_info (ACTOR, "stopped after %" PRIu64 " messages in %" PRIu64 " transactions",
                  self->processed, self->transactions);

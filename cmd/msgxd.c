@@ -351,6 +351,13 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
         "Leave 0 unless reads must stay fast while a backlog drains on the same cores; then e.g. -5 "
         "with LimitNICE=-5 (or CAP_SYS_NICE) in the unit. It orders msgxd's own threads only: "
         "PostgreSQL's backends keep theirs.",
+    S_ADVICE (api_cache_flights) =
+        "Used only while this instance is active (it alone writes flight state, so it keeps the cache "
+        "coherent); a standby reads PostgreSQL. About 2 KB a flight: 4096 with 8 MiB covers a busy day. "
+        "0 when memory is tight.",
+    S_ADVICE (api_cache_bytes) =
+        "Bounds the cache's memory with msgx.api.cache-flights, whichever is reached first; counts "
+        "into the peak RSS (docs/performance.md).",
     S_ADVICE (admin_endpoint) =
         "An ipc:// path is mode 0600 (only the msgx user and root connect; see admin.group); under "
         "systemd ipc:///run/msgxd/admin.sock, which msgxctl uses by default. tcp:// has no "

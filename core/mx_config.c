@@ -1458,6 +1458,8 @@ s_check_http (const mx_config_t *self, zlist_t *errors)
     s_int_range (self, errors, S_IDX (api_window_days), 0, 7);
     s_int_range (self, errors, S_IDX (api_readers), 1, 16);
     s_int_range (self, errors, S_IDX (api_nice), -20, 19);
+    s_int_range (self, errors, S_IDX (api_cache_flights), 0, 1000000);
+    s_int_range (self, errors, S_IDX (api_cache_bytes), 0, 1073741824);
     if (!self->http_compat_enabled)
         return;
     s_check_bind (self, errors, S_IDX (http_compat_bind));

@@ -83,7 +83,7 @@ s_bigint_array (const int64_t *values, size_t count)
 
 int
 mx_jobs_history_batch (PGconn *conn, const mx_jobs_history_t *which, int limit, int64_t now_ms,
-                       int *moved, int *tombstones, char **error)
+                       int *moved, int *tombstones, mx_jobs_picked_fn *picked, void *arg, char **error)
 {
     assert (conn && which && moved && tombstones);
     assert (limit >= 1);
@@ -115,6 +115,8 @@ mx_jobs_history_batch (PGconn *conn, const mx_jobs_history_t *which, int limit, 
     assert (flids);
     for (int i = 0; i < count; i++)
         flids [i] = mx_pg_get_int64 (res, i, 0);
+    if (picked)
+        picked (arg, flids, (size_t) count);
     char *flid_array = s_bigint_array (flids, (size_t) count);
     free (flids);
     char now [MX_PG_INT64_BUFSIZE];

@@ -33,8 +33,12 @@ int mx_jobs_history_count (PGconn *conn, const mx_jobs_history_t *which, int64_t
 //  KAFKA:schd TOMBSTONE (null value, state_version + 1, no msg_id) for each
 //  flight still ACTIVE (never deleted by FDEL), delete the live rows.
 //  *moved gets the flights moved, *tombstones the events enqueued.
+//  picked (when not NULL) is called with the flights once they are
+//  selected and locked, before they are deleted and committed: the read
+//  API's cache holds them off until the caller knows the outcome.
+typedef void (mx_jobs_picked_fn) (void *arg, const int64_t *flids, size_t count);
 int mx_jobs_history_batch (PGconn *conn, const mx_jobs_history_t *which, int limit, int64_t now_ms,
-                           int *moved, int *tombstones, char **error);
+                           int *moved, int *tombstones, mx_jobs_picked_fn *picked, void *arg, char **error);
 
 //  Delete up to limit schd_snap_log rows received before before_ms.
 int mx_jobs_snap_log_batch (PGconn *conn, int64_t before_ms, int limit, int *deleted, char **error);

@@ -893,6 +893,14 @@ s_state_text (mx_text_t *self, const mx_flight_t *flight, const mx_tz_t *zone)
 }
 
 void
+mx_flight_state_text_into (const mx_flight_t *flight, const mx_tz_t *zone, mx_text_t *text)
+{
+    assert (flight && zone && text);
+    mx_text_reset (text);
+    s_state_text (text, flight, zone);
+}
+
+void
 mx_flight_event_texts_into (const mx_flight_t *flight, const mx_event_meta_t *meta, json_t *changed,
                             const mx_tz_t *zone, mx_text_t *msg_text, mx_text_t *state_text)
 {

@@ -204,6 +204,9 @@ json_t *mx_flight_msg_doc (const mx_flight_t *flight, const mx_event_meta_t *met
 void mx_flight_event_texts (const mx_flight_t *flight, const mx_event_meta_t *meta, json_t *changed,
                             const mx_tz_t *zone, bool want_schd, char **msg_text, char **schd_text);
 
+//  The state document alone as that text, into text (emptied first).
+void mx_flight_state_text_into (const mx_flight_t *flight, const mx_tz_t *zone, mx_text_t *text);
+
 //  The same two texts written into buffers the caller keeps from one
 //  change to the next (emptied first): the KAFKA:msg document into
 //  msg_text, the state document into state_text.

@@ -808,6 +808,22 @@ msgx
         #   theirs.
         nice = 0
 
+        #   state documents of GET /flights/{flid} kept in memory on the active
+        #   instance, answered without PostgreSQL (0..1000000); 0 = off.
+        #   Integer; default 4096; environment MSGX_API_CACHE_FLIGHTS.
+        #   Used only while this instance is active (it alone writes flight
+        #   state, so it keeps the cache coherent); a standby reads PostgreSQL.
+        #   About 2 KB a flight: 4096 with 8 MiB covers a busy day. 0 when
+        #   memory is tight.
+        cache-flights = 4096
+
+        #   most bytes of state documents kept by msgx.api.cache-flights
+        #   (0..1073741824); 0 = off.
+        #   Integer, bytes; default 8388608; environment MSGX_API_CACHE_BYTES.
+        #   Bounds the cache's memory with msgx.api.cache-flights, whichever is
+        #   reached first; counts into the peak RSS (docs/performance.md).
+        cache-bytes = 8388608
+
     admin
         #   msgxctl endpoint, ipc:// (mode 0600, or 0660 with admin.group) or
         #   tcp:// (on loopback, or anywhere with admin.curve).

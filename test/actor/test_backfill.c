@@ -203,7 +203,7 @@ s_assert_mark (fixture_t *fx, int64_t id, const char *expected)
 static void
 s_start (fixture_t *fx, char **detail)
 {
-    fx->args = (mx_actor_args_t) { "backfill", fx->config, fx->clock, "test", NULL };
+    fx->args = (mx_actor_args_t) { "backfill", fx->config, fx->clock, "test", NULL, NULL };
     fx->actor = mx_testactor_start (mx_backfill_actor, &fx->args, "backfill", detail);
 }
 

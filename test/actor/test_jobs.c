@@ -137,7 +137,7 @@ s_teardown (void **state)
 static void
 s_start (fixture_t *fx, char **detail)
 {
-    fx->args = (mx_actor_args_t) { "jobs", fx->config, fx->clock, "test", NULL };
+    fx->args = (mx_actor_args_t) { "jobs", fx->config, fx->clock, "test", NULL, NULL };
     fx->actor = mx_testactor_start (mx_jobs_actor, &fx->args, "jobs", detail);
 }
 
@@ -230,6 +230,36 @@ test_daily_run_moves_history_trims_log_and_archives (void **state)
     mx_testpg_expect (fx->conn, "SELECT count(*) FROM msg_event WHERE flid IN (106, 107) AND event_type = 'TOMBSTONE'", "2");
 }
 
+//  The read API's state-document cache (mx_doc_cache.h): the flights the
+//  history sweep deletes leave it, and a read of one begun before the
+//  sweep never enters it afterwards; the flights that stay stay.
+static void
+test_history_sweep_leaves_the_read_cache (void **state)
+{
+    fixture_t *fx = *state;
+    mx_doc_cache_t *cache = mx_doc_cache_new (16, 65536, 0);
+    assert_non_null (cache);
+    mx_doc_cache_enable (cache);
+    for (int64_t flid = 101; flid <= 106; flid++)
+        assert_true (mx_doc_cache_put (cache, mx_doc_cache_ticket (cache), flid, 1, "{}", 2));
+    uint64_t before = mx_doc_cache_ticket (cache);
+    fx->args = (mx_actor_args_t) { "jobs", fx->config, fx->clock, "test", NULL, cache };
+    fx->actor = mx_testactor_start (mx_jobs_actor, &fx->args, "jobs", NULL);
+    mx_clock_advance (fx->clock, RUN_AT - T0);
+    //  The archive comes after the history step, on the same thread.
+    mx_testpg_wait (fx->conn, "SELECT count(*) = 2 FROM proc_state_hst");
+    mx_testpg_expect (fx->conn, "SELECT string_agg (flid::text, ',' ORDER BY flid) FROM flight_schd", "103,104,106");
+    int64_t version = 0;
+    for (int64_t flid = 101; flid <= 106; flid++) {
+        bool kept = flid == 103 || flid == 104 || flid == 106;
+        assert_int_equal (mx_doc_cache_get (cache, flid, &version, NULL, NULL), kept);
+    }
+    assert_false (mx_doc_cache_put (cache, before, 101, 1, "{}", 2));
+    assert_true (mx_doc_cache_put (cache, before, 103, 1, "{}", 2));
+    zactor_destroy (&fx->actor);
+    mx_doc_cache_destroy (&cache);
+}
+
 static void
 test_disabled_store_deletes_nothing (void **state)
 {
@@ -270,16 +300,16 @@ test_batches_are_bounded_and_skip_held_rows (void **state)
     assert_int_equal (mx_pg_exec (processor, "SELECT 1 FROM flight_schd WHERE flid = 101 FOR UPDATE", 0, NULL,
                                   NULL, &error), 0);
     int moved = 0, tombstones = 0;
-    assert_int_equal (mx_jobs_history_batch (conn, &which, 1, T0, &moved, &tombstones, &error), 0);
+    assert_int_equal (mx_jobs_history_batch (conn, &which, 1, T0, &moved, &tombstones, NULL, NULL, &error), 0);
     assert_int_equal (moved, 1);
     assert_int_equal (tombstones, 0);          //  102, deleted by FDEL
-    assert_int_equal (mx_jobs_history_batch (conn, &which, 1, T0, &moved, &tombstones, &error), 0);
+    assert_int_equal (mx_jobs_history_batch (conn, &which, 1, T0, &moved, &tombstones, NULL, NULL, &error), 0);
     assert_int_equal (moved, 1);
     assert_int_equal (tombstones, 1);          //  105
-    assert_int_equal (mx_jobs_history_batch (conn, &which, 1, T0, &moved, &tombstones, &error), 0);
+    assert_int_equal (mx_jobs_history_batch (conn, &which, 1, T0, &moved, &tombstones, NULL, NULL, &error), 0);
     assert_int_equal (moved, 0);
     assert_int_equal (mx_pg_commit (processor, &error), 0);
-    assert_int_equal (mx_jobs_history_batch (conn, &which, 5, T0, &moved, &tombstones, &error), 0);
+    assert_int_equal (mx_jobs_history_batch (conn, &which, 5, T0, &moved, &tombstones, NULL, NULL, &error), 0);
     assert_int_equal (moved, 1);
     mx_testpg_expect (fx->conn, "SELECT string_agg (flid::text, ',' ORDER BY flid) FROM flight_schd_hst", "101,102,105");
 
@@ -424,6 +454,7 @@ main (void)
     const struct CMUnitTest tests [] = {
         cmocka_unit_test (test_next_run_once_a_day_in_airport_time),
         cmocka_unit_test_setup_teardown (test_daily_run_moves_history_trims_log_and_archives, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_history_sweep_leaves_the_read_cache, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_disabled_store_deletes_nothing, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_batches_are_bounded_and_skip_held_rows, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_outbox_retention, s_setup, s_teardown),

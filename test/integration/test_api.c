@@ -17,6 +17,12 @@
     - two readers: single flights answered by one while the other is held
       between the pages of a stream, which then ends whole; msgx.api.nice
       set on the readers and the http thread only
+    - the state-document cache of the active: a second read is a hit
+      (counted), even with flight_schd locked (no PostgreSQL); a message
+      that changes the flight is read back at once, ETags old and new
+      behave, the processor's refreshed document is a hit byte for byte
+      what the standby reads; a standby never serves from it (locked: 503,
+      after a change on the active: the new state)
     - every answer valid against docs/api/openapi.json (mx-validate-api)
     - msgxctl flight FLID --history on both: the same state, the messages
       and events of the outbox
@@ -537,8 +543,12 @@ test_read_api (void **state)
     free (metrics);
     //  A read held up past msgx.api.statement-timeout (the table locked by
     //  the test's own transaction): 503 with the reason, counted; the
-    //  stream of the window too, before anything of it was sent.
-    s_locked_out (fx, api_a, http_a, flid);
+    //  stream of the window too, before anything of it was sent. A flight
+    //  never read alone, so not in the active's state-document cache.
+    char *uncached = mx_testpg_value_params (fx->conn,
+        "SELECT min (flid) FROM flight_schd WHERE flid <> $1::bigint", 1, (const char *[]) { flid });
+    s_locked_out (fx, api_a, http_a, uncached);
+    free (uncached);
 
     //  Not a read: 405, JSON.
     char *post_head = NULL, *post_body = NULL;
@@ -807,6 +817,191 @@ test_readers_pool (void **state)
     s_validate (fx);
 }
 
+//  A metric's value from the /metrics of the instance on http_port.
+static long long
+s_metric (int http_port, const char *series)
+{
+    char *head = NULL, *metrics = NULL, value [64];
+    assert_int_equal (mx_testhttp_get (http_port, "/metrics", 30, &head, &metrics), 200);
+    mx_testhttp_sample (metrics, series, value, sizeof value);
+    free (head);
+    free (metrics);
+    return strtoll (value, NULL, 10);
+}
+
+//  GET /flights/{flid}: 200, the body's text (malloc'd) and its ETag.
+static char *
+s_flight_text (fixture_t *fx, int port, const char *path, char *etag, size_t etag_size)
+{
+    json_t *body = NULL;
+    assert_int_equal (s_get (fx, port, path, NULL, "/flights/{flid}", &body, etag, etag_size), 200);
+    char *text = json_dumps (body, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref (body);
+    return text;
+}
+
+//  A FLOP STND for flid into the mailbox (the next ID), until processed.
+static void
+s_change_stand (fixture_t *fx, const char *flid, int seqn, const char *stand)
+{
+    char *xml = zsys_sprintf ("<MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DTTM>20210123120000</DTTM>"
+                              "<TYPE>FLOP</TYPE><STYP>STND</STYP></META><FLOP><FLID>%s</FLID>"
+                              "<STND>%s</STND></FLOP></MSG>", seqn, flid, stand);
+    int64_t id = mx_testmb_insert (fx->mb, 0, xml, (int64_t) time (NULL) * 1000);
+    assert_true (id > 0);
+    free (xml);
+    char id_text [32];
+    snprintf (id_text, sizeof id_text, "%" PRId64, id);
+    const char *params [] = { id_text };
+    mx_testpg_wait_params (fx->conn, "SELECT count(*) = 1 FROM proc_state WHERE msg_id = $1::bigint"
+                                     " AND state IN ('SUCCEEDED', 'SKIPPED', 'DEAD')", 1, params);
+    char *state = mx_testpg_value_params (fx->conn, "SELECT state || ' ' || coalesce (outcome, last_error, '')"
+                                          " FROM proc_state WHERE msg_id = $1::bigint", 1, params);
+    printf ("# message %s (STND %s for flight %s): %s\n", id_text, stand, flid, state);
+    assert_non_null (strstr (state, "SUCCEEDED"));
+    free (state);
+}
+
+//  The active's state-document cache (msgx.api.cache-flights): a read
+//  twice is one miss and one hit; a hit needs no PostgreSQL (answered
+//  with flight_schd locked); a message changing the flight is read back
+//  as soon as the processor has committed it (no wait for the cache),
+//  the old ETag then 200, the new one 304; a standby reads PostgreSQL
+//  every time (locked: 503; after the change: the new state).
+static void
+test_doc_cache (void **state)
+{
+    fixture_t *fx = *state;
+    char gen [1200], port [16];
+    snprintf (gen, sizeof gen, "%s/tools/msgx-gen", fx->build);
+    snprintf (port, sizeof port, "%d", mx_testmb_port (fx->mb));
+    const char *gen_argv [] = {
+        gen, "--mysql", "--seed", "9", "--flights", "30", "--per-message", "10", "--updates", "40",
+        "--day", DAY, "--host", mx_testmb_host (fx->mb), "--port", port, "--user", mx_testmb_user (fx->mb),
+        "--password", mx_testmb_password (fx->mb), "--database", mx_testmb_database (fx->mb), NULL
+    };
+    char *out = NULL, *err = NULL;
+    if (mx_testproc_run (gen_argv, NULL, WAIT_MS, &out, &err) != 0)
+        fail_msg ("msgx-gen: %s%s", out, err);
+    free (out);
+    free (err);
+    int http_a = mx_testenv_free_port (), api_a = mx_testenv_free_port ();
+    int http_b = mx_testenv_free_port (), api_b = mx_testenv_free_port ();
+    mx_testdaemon_env_t env_a, env_b;
+    s_env (fx, "a", http_a, api_a, &env_a);
+    s_env (fx, "b", http_b, api_b, &env_b);
+    mx_testdaemon_env_add (&env_b, "MSGX_API_STATEMENT_TIMEOUT=1s");
+    mx_testproc_t *active = mx_testdaemon_start ("cmd/msgxd", &env_a, "active");
+    mx_testproc_t *standby = mx_testdaemon_start ("cmd/msgxd", &env_b, "standby");
+    fx->conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
+    assert_int_equal (PQstatus (fx->conn), CONNECTION_OK);
+    s_wait_processed (fx);
+
+    char *flid = mx_testpg_value (fx->conn, "SELECT min (flid) FROM flight_schd WHERE operation_day = '" DAY "'");
+    char *path = zsys_sprintf ("/flights/%s", flid);
+    const char *hits = "msgx_api_cache_hits_total", *misses = "msgx_api_cache_misses_total";
+    assert_int_equal (s_metric (http_a, hits), 0);
+    assert_int_equal (s_metric (http_a, misses), 0);
+    char etag [64], etag_again [64], etag_b [64];
+    char *first = s_flight_text (fx, api_a, path, etag, sizeof etag);
+    assert_int_equal (s_metric (http_a, misses), 1);
+    assert_int_equal (s_metric (http_a, hits), 0);
+    char *second = s_flight_text (fx, api_a, path, etag_again, sizeof etag_again);
+    assert_string_equal (second, first);
+    assert_string_equal (etag_again, etag);
+    assert_int_equal (s_metric (http_a, hits), 1);
+    assert_int_equal (s_metric (http_a, misses), 1);
+    assert_int_equal (s_metric (http_a, "msgx_api_cache_entries"), 1);
+    assert_true (s_metric (http_a, "msgx_api_cache_bytes") >= (long long) strlen (first) - 2);
+    json_t *none = NULL;
+    assert_int_equal (s_get (fx, api_a, path, etag, NULL, &none, NULL, 0), 304);
+    assert_int_equal (s_metric (http_a, hits), 2);
+    //  The standby answers the same, from PostgreSQL.
+    char *from_b = s_flight_text (fx, api_b, path, etag_b, sizeof etag_b);
+    assert_string_equal (from_b, first);
+    assert_string_equal (etag_b, etag);
+    free (from_b);
+
+    //  flight_schd locked: the active answers from memory, the standby
+    //  (which never caches) waits for PostgreSQL until its timeout.
+    mx_testpg_exec (fx->conn, "BEGIN; LOCK TABLE flight_schd IN ACCESS EXCLUSIVE MODE");
+    char *locked = s_flight_text (fx, api_a, path, etag_again, sizeof etag_again);
+    assert_string_equal (locked, first);
+    free (locked);
+    json_t *refused = NULL;
+    assert_int_equal (s_get (fx, api_b, path, NULL, NULL, &refused, NULL, 0), 503);
+    json_decref (refused);
+    mx_testpg_exec (fx->conn, "ROLLBACK");
+    assert_int_equal (s_metric (http_a, hits), 3);
+    assert_int_equal (s_metric (http_b, hits), 0);
+    assert_int_equal (s_metric (http_b, misses), 0);
+    assert_int_equal (s_metric (http_b, "msgx_api_cache_entries"), 0);
+
+    //  A change, read back as soon as it is committed, on both.
+    char *before = mx_testpg_value_params (fx->conn, "SELECT state_version FROM flight_schd WHERE flid = $1::bigint",
+                                           1, (const char *[]) { flid });
+    s_change_stand (fx, flid, 990001, "Z91");
+    char *after = mx_testpg_value_params (fx->conn, "SELECT state_version FROM flight_schd WHERE flid = $1::bigint",
+                                          1, (const char *[]) { flid });
+    assert_true (strtoll (after, NULL, 10) > strtoll (before, NULL, 10));
+    char new_etag [64], expected [64];
+    snprintf (expected, sizeof expected, "\"%s\"", after);
+    json_t *changed = NULL;
+    assert_int_equal (s_get (fx, api_a, path, etag, "/flights/{flid}", &changed, new_etag, sizeof new_etag), 200);
+    assert_string_equal (new_etag, expected);
+    assert_int_equal (json_integer_value (json_object_get (changed, "state_version")), strtoll (after, NULL, 10));
+    json_decref (changed);
+    assert_int_equal (s_get (fx, api_a, path, new_etag, NULL, &none, NULL, 0), 304);
+    char *changed_a = s_flight_text (fx, api_a, path, etag_again, sizeof etag_again);
+    char *changed_b = s_flight_text (fx, api_b, path, etag_b, sizeof etag_b);
+    assert_string_equal (changed_b, changed_a);
+    assert_string_equal (etag_b, expected);
+    assert_string_equal (etag_again, expected);
+    printf ("# flight %s: version %s then %s; active cache hits %lld, misses %lld\n", flid, before, after,
+            s_metric (http_a, hits), s_metric (http_a, misses));
+    //  Again, with the flight in the cache: the processor puts the new
+    //  document itself after its commit, so the next read is a hit, byte
+    //  for byte what the standby renders from PostgreSQL.
+    long long misses_before = s_metric (http_a, misses), hits_before = s_metric (http_a, hits);
+    s_change_stand (fx, flid, 990002, "Z92");
+    free (after);
+    after = mx_testpg_value_params (fx->conn, "SELECT state_version FROM flight_schd WHERE flid = $1::bigint",
+                                    1, (const char *[]) { flid });
+    snprintf (expected, sizeof expected, "\"%s\"", after);
+    free (changed_a);
+    changed_a = s_flight_text (fx, api_a, path, etag_again, sizeof etag_again);
+    assert_string_equal (etag_again, expected);
+    assert_non_null (strstr (changed_a, "Z92"));
+    free (changed_b);
+    changed_b = s_flight_text (fx, api_b, path, etag_b, sizeof etag_b);
+    assert_string_equal (changed_b, changed_a);
+    assert_int_equal (s_metric (http_a, misses), misses_before);
+    assert_int_equal (s_metric (http_a, hits), hits_before + 1);
+    char *head_a = NULL, *raw_a = NULL, *head_b = NULL, *raw_b = NULL;
+    assert_int_equal (mx_testhttp_get (api_a, path, 30, &head_a, &raw_a), 200);
+    assert_int_equal (mx_testhttp_get (api_b, path, 30, &head_b, &raw_b), 200);
+    assert_string_equal (raw_a, raw_b);
+    free (head_a);
+    free (raw_a);
+    free (head_b);
+    free (raw_b);
+    assert_int_equal (s_metric (http_b, hits), 0);
+
+    free (changed_a);
+    free (changed_b);
+    free (before);
+    free (after);
+    free (first);
+    free (second);
+    free (path);
+    free (flid);
+    mx_testdaemon_stop (&standby);
+    mx_testdaemon_stop (&active);
+    mx_testdaemon_env_free (&env_a);
+    mx_testdaemon_env_free (&env_b);
+    s_validate (fx);
+}
+
 //  Every answer kept matches the OpenAPI description.
 static void
 s_validate (fixture_t *fx)
@@ -835,6 +1030,7 @@ main (void)
         cmocka_unit_test_setup_teardown (test_read_api, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_stream_cut_short, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_readers_pool, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_doc_cache, s_setup, s_teardown),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

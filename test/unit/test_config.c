@@ -459,6 +459,8 @@ test_validation_rules (void **state)
         { "msgx.api.readers",                   "17",       "between 1 and 16" },
         { "msgx.api.nice",                      "-21",      "between -20 and 19" },
         { "msgx.api.nice",                      "20",       "between -20 and 19" },
+        { "msgx.api.cache-flights",             "-1",       "between 0 and 1000000" },
+        { "msgx.api.cache-bytes",               "1073741825", "between 0 and 1073741824" },
         { "msgx.http.compat.allow",             "10.0.0.0/33", "at most 32" },
         { "msgx.http.compat.allow",             "10.1.2.3/8", "beyond the prefix" },
         { "msgx.http.compat.allow",             "aodb.example", "not an IPv4 or IPv6" },
@@ -522,6 +524,8 @@ test_validation_rules (void **state)
         { "msgx.api.readers",                "16" },
         { "msgx.api.nice",                   "-20" },
         { "msgx.api.nice",                   "19" },
+        { "msgx.api.cache-flights",          "0" },
+        { "msgx.api.cache-bytes",            "0" },
     };
     for (size_t i = 0; i < sizeof good / sizeof good [0]; i++) {
         mx_config_t *config = mx_config_new_defaults ();
