@@ -600,6 +600,60 @@ test_read_api (void **state)
     s_validate (fx);
 }
 
+//  msgxd-hooked on today's flights, its stream held at a gate (a FIFO in
+//  the test's folder, *gate) before each page of GET /all/flights but the
+//  first; extra settings in env_add's format, one each. Returns once the
+//  mailbox is processed.
+static mx_testproc_t *
+s_start_gated (fixture_t *fx, const char *name, int http, int api, mx_testdaemon_env_t *env, char **gate,
+               const char *const *extra)
+{
+    s_gen_today (fx);
+    *gate = zsys_sprintf ("%s/gate", fx->dir);
+    assert_int_equal (mkfifo (*gate, 0600), 0);
+    s_env (fx, name, http, api, env);
+    mx_testdaemon_env_add (env, "MSGX_TEST_FAULT=api-gate");
+    mx_testdaemon_env_add (env, "MSGX_TEST_GATE=%s", *gate);
+    for (; extra && *extra; extra++)
+        mx_testdaemon_env_add (env, "%s", *extra);
+    mx_testproc_t *daemon = mx_testdaemon_start ("test/integration/msgxd-hooked", env, "active");
+    fx->conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
+    assert_int_equal (PQstatus (fx->conn), CONNECTION_OK);
+    s_wait_processed (fx);
+    return daemon;
+}
+
+//  A raw connection that has asked GET /all/flights, for a test that reads
+//  the stream itself.
+static int
+s_open_all_flights (int api)
+{
+    int sock = socket (AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons ((uint16_t) api) };
+    addr.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+    assert_int_equal (connect (sock, (struct sockaddr *) &addr, sizeof addr), 0);
+    const char *request = "GET /all/flights HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+    assert_int_equal (send (sock, request, strlen (request), 0), (ssize_t) strlen (request));
+    return sock;
+}
+
+//  Everything sock receives up to the server's close, NUL-ended; *last is
+//  recv's last answer (0: closed, -1: the 30 s receive timeout or an error).
+static zchunk_t *
+s_read_to_close (int sock, ssize_t *last)
+{
+    struct timeval timeout = { .tv_sec = 30 };
+    setsockopt (sock, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    zchunk_t *got = zchunk_new (NULL, 0);
+    char buf [65536];
+    ssize_t size;
+    while ((size = recv (sock, buf, sizeof buf, 0)) > 0)
+        zchunk_extend (got, buf, (size_t) size);
+    zchunk_extend (got, "", 1);
+    *last = size;
+    return got;
+}
+
 //  A stream cut short: the first page sent, then the table locked by the
 //  test's own transaction before the second is read (msgxd-hooked holds
 //  the stream at a gate between its pages), so the second page runs into
@@ -610,26 +664,12 @@ static void
 test_stream_cut_short (void **state)
 {
     fixture_t *fx = *state;
-    s_gen_today (fx);
-    char *gate = zsys_sprintf ("%s/gate", fx->dir);
-    assert_int_equal (mkfifo (gate, 0600), 0);
     int http = mx_testenv_free_port (), api = mx_testenv_free_port ();
     mx_testdaemon_env_t env;
-    s_env (fx, "gate", http, api, &env);
-    mx_testdaemon_env_add (&env, "MSGX_TEST_FAULT=api-gate");
-    mx_testdaemon_env_add (&env, "MSGX_TEST_GATE=%s", gate);
-    mx_testdaemon_env_add (&env, "MSGX_API_STATEMENT_TIMEOUT=1s");
-    mx_testproc_t *daemon = mx_testdaemon_start ("test/integration/msgxd-hooked", &env, "active");
-    fx->conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
-    assert_int_equal (PQstatus (fx->conn), CONNECTION_OK);
-    s_wait_processed (fx);
-
-    int sock = socket (AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons ((uint16_t) api) };
-    addr.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
-    assert_int_equal (connect (sock, (struct sockaddr *) &addr, sizeof addr), 0);
-    const char *request = "GET /all/flights HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
-    assert_int_equal (send (sock, request, strlen (request), 0), (ssize_t) strlen (request));
+    char *gate = NULL;
+    const char *const extra [] = { "MSGX_API_STATEMENT_TIMEOUT=1s", NULL };
+    mx_testproc_t *daemon = s_start_gated (fx, "gate", http, api, &env, &gate, extra);
+    int sock = s_open_all_flights (api);
     //  Open for writing returns once the reader waits at the gate: the
     //  first page is read and handed over.
     int gate_fd = open (gate, O_WRONLY);
@@ -640,18 +680,12 @@ test_stream_cut_short (void **state)
     assert_int_equal (write (gate_fd, "g", 1), 1);
     close (gate_fd);
     //  The answer, up to the server's close (bounded by the receive timeout).
-    struct timeval timeout = { .tv_sec = 30 };
-    setsockopt (sock, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-    zchunk_t *got = zchunk_new (NULL, 0);
-    char buf [65536];
     ssize_t size;
-    while ((size = recv (sock, buf, sizeof buf, 0)) > 0)
-        zchunk_extend (got, buf, (size_t) size);
+    zchunk_t *got = s_read_to_close (sock, &size);
     assert_int_equal (size, 0);
     close (sock);
     res = PQexec (fx->conn, "ROLLBACK");
     PQclear (res);
-    zchunk_extend (got, "", 1);
     char *text = (char *) zchunk_data (got);
     assert_true (strncmp (text, "HTTP/1.1 200", 12) == 0);
     assert_non_null (strcasestr (text, "\r\nTransfer-Encoding: chunked"));
@@ -731,20 +765,11 @@ static void
 test_readers_pool (void **state)
 {
     fixture_t *fx = *state;
-    s_gen_today (fx);
-    char *gate = zsys_sprintf ("%s/gate", fx->dir);
-    assert_int_equal (mkfifo (gate, 0600), 0);
     int http = mx_testenv_free_port (), api = mx_testenv_free_port ();
     mx_testdaemon_env_t env;
-    s_env (fx, "pool", http, api, &env);
-    mx_testdaemon_env_add (&env, "MSGX_TEST_FAULT=api-gate");
-    mx_testdaemon_env_add (&env, "MSGX_TEST_GATE=%s", gate);
-    mx_testdaemon_env_add (&env, "MSGX_API_READERS=2");
-    mx_testdaemon_env_add (&env, "MSGX_API_NICE=5");
-    mx_testproc_t *daemon = mx_testdaemon_start ("test/integration/msgxd-hooked", &env, "active");
-    fx->conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
-    assert_int_equal (PQstatus (fx->conn), CONNECTION_OK);
-    s_wait_processed (fx);
+    char *gate = NULL;
+    const char *const extra [] = { "MSGX_API_READERS=2", "MSGX_API_NICE=5", NULL };
+    mx_testproc_t *daemon = s_start_gated (fx, "pool", http, api, &env, &gate, extra);
     //  Every flight is in the window (generated for today): the stream
     //  stops at the gate before each page after a full one.
     PGresult *res = PQexec (fx->conn, "SELECT flid, state_version FROM flight_schd ORDER BY flid");
@@ -754,12 +779,7 @@ test_readers_pool (void **state)
     int gates = flights / PAGE_SIZE;
     printf ("# %d flights, the stream held %d times\n", flights, gates);
 
-    int sock = socket (AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = htons ((uint16_t) api) };
-    addr.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
-    assert_int_equal (connect (sock, (struct sockaddr *) &addr, sizeof addr), 0);
-    const char *request = "GET /all/flights HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
-    assert_int_equal (send (sock, request, strlen (request), 0), (ssize_t) strlen (request));
+    int sock = s_open_all_flights (api);
     //  Open for writing returns once the stream's reader waits at the gate.
     int gate_fd = open (gate, O_WRONLY);
     assert_true (gate_fd >= 0);
@@ -785,14 +805,8 @@ test_readers_pool (void **state)
     assert_true (gates <= (int) sizeof bytes);
     memset (bytes, 'g', sizeof bytes);
     assert_int_equal (write (gate_fd, bytes, (size_t) gates), gates);
-    struct timeval timeout = { .tv_sec = 30 };
-    setsockopt (sock, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-    zchunk_t *got = zchunk_new (NULL, 0);
-    char buf [65536];
     ssize_t size;
-    while ((size = recv (sock, buf, sizeof buf, 0)) > 0)
-        zchunk_extend (got, buf, (size_t) size);
-    zchunk_extend (got, "", 1);
+    zchunk_t *got = s_read_to_close (sock, &size);
     char *text = (char *) zchunk_data (got);
     if (size != 0)
         fail_msg ("the held stream did not end (%s) after %zu bytes: ...%s\n%s", strerror (errno),
