@@ -62,6 +62,11 @@ bool mx_actor_is_service (const mx_actor_def_t *def);
 //  gauge msgx_build_info{version,commit} to 1.
 void mx_actors_register_metrics (void);
 
+//  zactor_destroy, then a hand-over ThreadSanitizer can see: what the
+//  actor read (its args, its config) may be freed after this returns.
+//  Use it for every actor started by the functions below.
+void mx_actor_destroy (zactor_t **actor_p);
+
 //  Start a child: zactor_new, then START, waiting up to timeout_ms for the
 //  reply. Returns the actor, or NULL with *error set (malloc'd line).
 //  *detail receives the START_OK text (malloc'd) when not NULL.

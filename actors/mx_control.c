@@ -267,7 +267,7 @@ s_admin_bind (s_control_t *self, char **error)
     zsock_set_maxmsgsize (self->admin, (int) self->config->admin_max_request_bytes);
     if (*self->config->admin_curve_server_cert && s_admin_curve (self, error)) {
         zsock_destroy (&self->admin);
-        zactor_destroy (&self->admin_auth);
+        mx_actor_destroy (&self->admin_auth);
         return -1;
     }
     if (zsock_bind (self->admin, "%s", endpoint) < 0) {
@@ -298,7 +298,7 @@ s_children_stop (s_control_t *self)
     while (self->children_started > 0) {
         s_child_t *child = &self->children [--self->children_started];
         mx_info (ACTOR, "stopping actor %s", child->args.name);
-        zactor_destroy (&child->actor);
+        mx_actor_destroy (&child->actor);
         mx_info (ACTOR, "stopped actor %s", child->args.name);
     }
     s_tell_reader (self);
@@ -1000,14 +1000,14 @@ mx_control_actor (zsock_t *pipe, void *args)
          identity = (zframe_t *) zhashx_next (self->admin_waiting))
         zframe_destroy (&identity);
     zhashx_destroy (&self->admin_waiting);
-    zactor_destroy (&self->reader.actor);
+    mx_actor_destroy (&self->reader.actor);
     s_lock_disconnect (self);
     if (self->admin)
         zmq_socket_monitor (zsock_resolve (self->admin), NULL, 0);
     zsock_destroy (&self->admin_monitor);
     mx_admin_ledger_destroy (&self->admin_ledger);
     zsock_destroy (&self->admin);
-    zactor_destroy (&self->admin_auth);
+    mx_actor_destroy (&self->admin_auth);
     if (self->admin_ipc)
         unlink (self->config->admin_endpoint + 6);
     free (self->children);

@@ -1279,7 +1279,7 @@ s_stop (s_http_t *self)
 {
     //  The write in hand finishes first; what still waits is answered 503
     //  (the resumed requests see answered without an ID) as MHD closes.
-    zactor_destroy (&self->writer);
+    mx_actor_destroy (&self->writer);
     s_request_t *request;
     while ((request = (s_request_t *) zlistx_first (self->writing))) {
         zlistx_delete (self->writing, zlistx_cursor (self->writing));
@@ -1290,7 +1290,7 @@ s_stop (s_http_t *self)
         s_resume (request);
     }
     for (size_t i = 0; i < self->api_reader_count; i++)
-        zactor_destroy (&self->api_readers [i].actor);
+        mx_actor_destroy (&self->api_readers [i].actor);
     while ((request = (s_request_t *) zlistx_first (self->reading))) {
         zlistx_delete (self->reading, zlistx_cursor (self->reading));
         s_resume (request);

@@ -920,7 +920,7 @@ main (int argc, char **argv)
             }
         }
         alarm (SHUTDOWN_LIMIT_S);
-        zactor_destroy (&control);
+        mx_actor_destroy (&control);
         alarm (0);
     }
     mx_clock_destroy (&clock);

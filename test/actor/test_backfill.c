@@ -119,7 +119,7 @@ static int
 s_teardown (void **state)
 {
     fixture_t *fx = *state;
-    zactor_destroy (&fx->actor);
+    mx_actor_destroy (&fx->actor);
     PQfinish (fx->conn);
     mysql_close (fx->admin);
     mx_config_destroy (&fx->config);
@@ -497,7 +497,7 @@ test_four_outcomes_and_the_backoff (void **state)
     mx_testpg_expect (fx->conn, "SELECT backfill_attempts FROM proc_state WHERE msg_id = 4", "4");
 
     //  One alert for the missing row, one for the exhausted one, counted.
-    zactor_destroy (&fx->actor);
+    mx_actor_destroy (&fx->actor);
     mx_log_stop ();
     assert_int_equal (dup2 (STDERR_FILENO, log_fd), log_fd);
     rewind (log);
@@ -713,7 +713,7 @@ test_mailbox_down_then_marks_catch_up (void **state)
     s_owed (fx, 4, 4);
     mx_testpg_wait_showing (fx->conn, "SELECT backfill_at IS NOT NULL FROM proc_state WHERE msg_id = 4", s_backfill_rows);
     mx_testpg_expect (fx->conn, "SELECT backfill_attempts FROM proc_state WHERE msg_id = 4", "0");
-    zactor_destroy (&fx->actor);
+    mx_actor_destroy (&fx->actor);
     s_proxy_destroy (&proxy);
 }
 

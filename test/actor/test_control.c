@@ -280,7 +280,7 @@ test_active_starts_children_in_order_and_stops_in_reverse (void **state)
     assert_int_equal (stat (config->admin_endpoint + 6, &st), 0);
     assert_int_equal (st.st_mode & 0777, 0600);
 
-    zactor_destroy (&control);
+    mx_actor_destroy (&control);
     char *events = s_record_join ();
     assert_string_equal (events, "alpha:START beta:START gamma:START gamma:STOP beta:STOP alpha:STOP");
     free (events);
@@ -300,7 +300,7 @@ test_migrations_applied_once_under_the_lock (void **state)
         json_t *status = s_status (config);
         assert_string_equal (json_string_value (json_object_get (status, "role")), "active");
         json_decref (status);
-        zactor_destroy (&control);
+        mx_actor_destroy (&control);
     }
     PGconn *conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
     assert_int_equal (PQstatus (conn), CONNECTION_OK);
@@ -347,13 +347,13 @@ test_standby_takes_over_when_active_goes (void **state)
     //  The takeover is counted (the registry is the process's: compare).
     mx_metrics_counter_t *takeovers = mx_metrics_counter ("msgx_instance_takeovers_total", NULL, NULL);
     uint64_t takeovers_before = mx_metrics_counter_value (takeovers);
-    zactor_destroy (&a);                    //  releases the lock
+    mx_actor_destroy (&a);                    //  releases the lock
     assert_true (s_record_wait ("beta:START", 10000));
     assert_int_equal (mx_metrics_counter_value (takeovers), takeovers_before + 1);
     status = s_status (config_b);
     assert_string_equal (json_string_value (json_object_get (status, "role")), "active");
     json_decref (status);
-    zactor_destroy (&b);
+    mx_actor_destroy (&b);
     char *events = s_record_join ();
     assert_string_equal (events, "alpha:START alpha:STOP beta:START beta:STOP");
     free (events);
@@ -382,7 +382,7 @@ test_child_start_failure_stops_the_started_in_reverse (void **state)
     json_t *status = s_status (config);
     assert_string_equal (json_string_value (json_object_get (status, "role")), "fenced");
     json_decref (status);
-    zactor_destroy (&control);
+    mx_actor_destroy (&control);
     char *events = s_record_join ();
     assert_string_equal (events, "alpha:START beta:START_FAILED beta:STOP alpha:STOP");
     free (events);
@@ -405,7 +405,7 @@ test_pause_and_resume_reach_every_child (void **state)
     assert_true (s_record_wait ("alpha:RESUME", 5000));
     assert_true (s_record_wait ("beta:RESUME", 5000));
     assert_true (s_record_wait ("gamma:RESUME", 5000));
-    zactor_destroy (&control);
+    mx_actor_destroy (&control);
     char *events = s_record_select (":STOP");
     assert_string_equal (events, "gamma:STOP beta:STOP alpha:STOP");
     free (events);
@@ -424,7 +424,7 @@ test_autostart_false_starts_children_paused (void **state)
     json_t *status = s_status (config);
     assert_true (json_is_true (json_object_get (json_object_get (status, "pipeline"), "paused")));
     json_decref (status);
-    zactor_destroy (&control);
+    mx_actor_destroy (&control);
     mx_config_destroy (&config);
 }
 
@@ -454,7 +454,7 @@ test_child_fatal_stops_everything (void **state)
     //  The reader still answers for the fenced instance.
     assert_int_equal (json_array_size (json_object_get (json_object_get (status, "pipeline"), "actors")), 2);
     json_decref (status);
-    zactor_destroy (&control);
+    mx_actor_destroy (&control);
     char *events = s_record_select (":STOP");
     assert_string_equal (events, "gamma:STOP beta:STOP alpha:STOP");
     free (events);
@@ -542,7 +542,7 @@ test_pause_and_fencing_answer_while_a_read_waits (void **state)
     assert_string_equal (json_string_value (json_object_get (status, "role")), "fenced");
     assert_true (json_is_true (json_object_get (json_object_get (status, "pipeline"), "paused")));
     json_decref (status);
-    zactor_destroy (&control);
+    mx_actor_destroy (&control);
     mx_config_destroy (&config);
 }
 
@@ -568,7 +568,7 @@ test_bad_admin_requests_are_refused_with_a_reason (void **state)
     json_t *status = s_status (config);
     assert_string_equal (json_string_value (json_object_get (status, "role")), "active");
     json_decref (status);
-    zactor_destroy (&control);
+    mx_actor_destroy (&control);
     mx_config_destroy (&config);
 }
 
@@ -696,7 +696,7 @@ test_dropped_requests_are_counted_once_over_reused_fds (void **state)
     free (last);
     assert_int_equal (s_log_occurrences (&log, "closed before a whole request arrived"), rounds + 1);
     assert_int_equal (mx_metrics_counter_value (dropped) - before, rounds + 1);
-    zactor_destroy (&control);
+    mx_actor_destroy (&control);
     mx_config_destroy (&config);
     s_log_release (&log);
 }
@@ -725,7 +725,7 @@ test_admin_endpoint_in_use_refuses_start (void **state)
     json_t *status = s_status (config);
     assert_string_equal (json_string_value (json_object_get (status, "role")), "active");
     json_decref (status);
-    zactor_destroy (&first);
+    mx_actor_destroy (&first);
     mx_config_destroy (&config);
 }
 
@@ -748,7 +748,7 @@ test_admin_group_opens_the_socket_to_its_members (void **state)
     json_t *status = s_status (config);
     assert_string_equal (json_string_value (json_object_get (status, "role")), "active");
     json_decref (status);
-    zactor_destroy (&control);
+    mx_actor_destroy (&control);
     mx_config_destroy (&config);
 }
 
@@ -778,7 +778,7 @@ test_unreachable_postgres_is_reported_not_hidden (void **state)
     assert_true (json_is_null (json_object_get (status, "cursor")));
     assert_int_equal (json_array_size (json_object_get (json_object_get (status, "pipeline"), "actors")), 2);
     json_decref (status);
-    zactor_destroy (&control);
+    mx_actor_destroy (&control);
     char *events = s_record_join ();
     assert_string_equal (events, "");       //  no child ran without the lock
     free (events);

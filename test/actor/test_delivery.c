@@ -286,7 +286,7 @@ static int
 s_teardown (void **state)
 {
     fixture_t *fx = *state;
-    zactor_destroy (&fx->actor);
+    mx_actor_destroy (&fx->actor);
     rd_kafka_consumer_close (fx->consumer);
     rd_kafka_destroy (fx->consumer);
     for (size_t i = 0; i < fx->record_count; i++) {
@@ -762,7 +762,7 @@ test_dispatcher_switch_to_exactly_once_loses_and_duplicates_nothing (void **stat
     s_start (fx, "dispatcher", mx_dispatcher_actor);
     int64_t ids [6], one, two;
     s_stalled_batch (fx, 600, ids, &one, &two);
-    zactor_destroy (&fx->actor);
+    mx_actor_destroy (&fx->actor);
     s_assert_value (fx, "SELECT count(*) FROM msg_event WHERE state = 'PENDING'", "4");
     assert_int_equal (mx_config_set (fx->config, "msgx.delivery.semantics", "exactly-once", NULL), 0);
     ids [4] = s_event (fx, "KAFKA:msg", one, 3);

@@ -103,7 +103,7 @@ static int
 s_teardown (void **state)
 {
     fixture_t *fx = *state;
-    zactor_destroy (&fx->control);
+    mx_actor_destroy (&fx->control);
     PQfinish (fx->conn);
     mx_config_destroy (&fx->config);
     mx_clock_destroy (&fx->clock);
@@ -303,7 +303,7 @@ test_every_sample_reaches_the_state_wire_predicts (void **state)
 
     s_start (fx, &fx->args);
     s_wait_all_finished (fx, (int64_t) count);
-    zactor_destroy (&fx->control);
+    mx_actor_destroy (&fx->control);
 
     //  Compare, message by message.
     PGresult *res = PQexec (fx->conn,
@@ -434,7 +434,7 @@ test_snapshots_replay_reject_and_cross_day (void **state)
     free (xml);
     s_start (fx, &fx->args);
     s_wait_all_finished (fx, 5);
-    zactor_destroy (&fx->control);
+    mx_actor_destroy (&fx->control);
     mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id || ':' || state || ':' || coalesce (error_class, '') || ':'"
                         " || coalesce (outcome, last_error), ' | ' ORDER BY msg_id) FROM proc_state",
                     "1:SUCCEEDED::flights inserted 3, updated 0, unchanged 0"
@@ -480,7 +480,7 @@ s_dnld_then_four_stands (fixture_t *fx, const char *setup)
         s_insert_flop (fx, 2 + i, 10 + i, 100 + i, stand);
     }
     s_wait_all_finished (fx, 5);
-    zactor_destroy (&fx->control);
+    mx_actor_destroy (&fx->control);
 }
 
 //  The processor's connection dies in the middle of a batch: every message
@@ -568,7 +568,7 @@ test_read_ahead_batches_settle_every_outcome (void **state)
     s_insert_flop (fx, 12, 18, 102, "<STND>C2</STND>");
     s_start (fx, &fx->args);
     s_wait_all_finished (fx, 12);
-    zactor_destroy (&fx->control);
+    mx_actor_destroy (&fx->control);
     mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id || ':' || state || ':' || coalesce (error_class, '')"
                         " || ':' || coalesce (outcome, ''), ' | ' ORDER BY msg_id) FROM proc_state",
                       "1:SUCCEEDED::flights inserted 4, updated 0, unchanged 0 | 2:SUCCEEDED:: | 3:SUCCEEDED:: | "

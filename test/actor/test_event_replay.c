@@ -271,7 +271,7 @@ s_teardown (void **state)
 {
     fixture_t *fx = *state;
     for (int i = 1; i >= 0; i--) {
-        zactor_destroy (&fx->controls [i]);
+        mx_actor_destroy (&fx->controls [i]);
         mx_config_destroy (&fx->configs [i]);
     }
     rd_kafka_consumer_close (fx->consumer);

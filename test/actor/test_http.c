@@ -123,7 +123,7 @@ static int
 s_teardown (void **state)
 {
     fixture_t *fx = *state;
-    zactor_destroy (&fx->actor);
+    mx_actor_destroy (&fx->actor);
     mx_config_destroy (&fx->config);
     mx_clock_destroy (&fx->clock);
     mysql_close (fx->admin);
@@ -653,7 +653,7 @@ test_shadow_and_disabled_write_nothing (void **state)
     s_reply_free (&reply);
     assert_int_equal (s_mailbox_count (fx), 0);
     assert_int_equal (s_pg_count (fx, "SELECT count(*) FROM proc_state"), 0);
-    zactor_destroy (&fx->actor);
+    mx_actor_destroy (&fx->actor);
 
     s_set (fx->config, "msgx.shadow", "false");
     s_set (fx->config, "mailbox.shared-mysql.enabled", "false");
@@ -741,7 +741,7 @@ test_start_failed_when_port_taken (void **state)
 
     //  Once free, the port can be taken, and given back on $TERM.
     s_start (fx);
-    zactor_destroy (&fx->actor);
+    mx_actor_destroy (&fx->actor);
     s_start (fx);
     reply_t reply;
     s_post (fx, "application/xml", "<MSG/>", &reply);
@@ -837,7 +837,7 @@ test_compat_allow_list (void **state)
     s_reply_free (&reply);
     assert_true (s_outcome ("forbidden") == forbidden + 2);
     assert_true (s_outcome ("invalid") == invalid);
-    zactor_destroy (&fx->actor);
+    mx_actor_destroy (&fx->actor);
 
     //  The list alone (no token) is enough when it holds the client.
     s_set (fx->config, "msgx.http.compat.allow", "127.0.0.0/8");

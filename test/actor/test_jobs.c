@@ -128,7 +128,7 @@ static int
 s_teardown (void **state)
 {
     fixture_t *fx = *state;
-    zactor_destroy (&fx->actor);
+    mx_actor_destroy (&fx->actor);
     mx_testactor_release (&fx->conn, &fx->config, &fx->clock, &fx->pg);
     free (fx);
     return 0;
@@ -256,7 +256,7 @@ test_history_sweep_leaves_the_read_cache (void **state)
     }
     assert_false (mx_doc_cache_put (cache, before, 101, 1, "{}", 2));
     assert_true (mx_doc_cache_put (cache, before, 103, 1, "{}", 2));
-    zactor_destroy (&fx->actor);
+    mx_actor_destroy (&fx->actor);
     mx_doc_cache_destroy (&cache);
 }
 
@@ -415,7 +415,7 @@ test_outbox_retention (void **state)
                                 " WHERE event_id > 1000",
                       "1001:DEAD,1002:PENDING,1003:DEAD,1004:DEAD,1005:SENT,1008:SENT,1011:PENDING");
     //  The metrics, once the actor has stopped (it counts after each commit).
-    zactor_destroy (&fx->actor);
+    mx_actor_destroy (&fx->actor);
     assert_int_equal (s_purged (MX_OUTBOX_TARGET_MSG) - msg, 2);
     assert_int_equal (s_purged (MX_OUTBOX_TARGET_SCHD) - schd, 3);
     assert_int_equal (s_purged (MX_OUTBOX_TARGET_REF) - ref, 1);

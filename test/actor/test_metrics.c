@@ -102,8 +102,8 @@ static int
 s_teardown (void **state)
 {
     fixture_t *fx = *state;
-    zactor_destroy (&fx->http);
-    zactor_destroy (&fx->metrics);
+    mx_actor_destroy (&fx->http);
+    mx_actor_destroy (&fx->metrics);
     mx_metrics_reset ();
     mx_config_destroy (&fx->config);
     mx_clock_destroy (&fx->clock);
@@ -384,7 +384,7 @@ test_role_and_pause_as_told (void **state)
 {
     fixture_t *fx = *state;
     s_start (fx, true);
-    zactor_destroy (&fx->http);
+    mx_actor_destroy (&fx->http);
     char *detail = NULL, *error = NULL;
     fx->http = mx_actor_start_service (mx_http_actor, &fx->http_args, "standby", true, 10000, &detail, &error);
     if (!fx->http)

@@ -100,7 +100,7 @@ static int
 s_teardown (void **state)
 {
     fixture_t *fx = *state;
-    zactor_destroy (&fx->control);
+    mx_actor_destroy (&fx->control);
     mx_testactor_release (&fx->conn, &fx->config, &fx->clock, &fx->pg);
     mx_testmb_destroy (&fx->mb);
     mx_testenv_rmtree (fx->dir);
@@ -470,7 +470,7 @@ test_failed_head_blocks_everything_behind_it_until_due (void **state)
     //  The retry kept its own identity: not its own duplicate.
     mx_testpg_expect (fx->conn, "SELECT msg_id FROM identity WHERE identity_key = 'AODB|SCHS|DNLD|1'", "1");
     mx_testpg_expect (fx->conn, "SELECT count(*) FROM identity", "2");
-    zactor_destroy (&fx->control);
+    mx_actor_destroy (&fx->control);
 }
 
 //  A FLOP STND; without its <STND> the payload is missing.
@@ -508,7 +508,7 @@ s_payload_missing_case (fixture_t *fx, const char *batch)
     mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id || '=' || identity_key, ' ' ORDER BY msg_id) FROM identity",
                       "1=AODB|FLOP|STND|1 3=AODB|FLOP|STND|3");
     mx_testpg_expect (fx->conn, "SELECT bool_and (has_intent) FROM mx_test_order", "t");
-    zactor_destroy (&fx->control);
+    mx_actor_destroy (&fx->control);
 }
 
 static void
@@ -628,7 +628,7 @@ test_compat_row_above_w_waits_for_the_watermark (void **state)
     mx_clock_advance (fx->clock, 1000);                 //  next poll
     mx_testpg_wait (fx->conn, "SELECT count(*) = 4 FROM mx_test_order");
     mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id::text, ',' ORDER BY tx, msg_id) FROM mx_test_order", "1,2,3,4");
-    zactor_destroy (&fx->control);
+    mx_actor_destroy (&fx->control);
 }
 
 static void
@@ -688,7 +688,7 @@ test_replay_moves_exhausted_rows_back_and_they_run_again (void **state)
                                              " || $2 || ']') FROM audit_log WHERE action = 'replay'", 2, peer);
     assert_string_equal (verified, "t");
     free (verified);
-    zactor_destroy (&fx->control);
+    mx_actor_destroy (&fx->control);
 }
 
 
@@ -763,7 +763,7 @@ test_retained_raw_text_outlives_the_mailbox_row (void **state)
     assert_non_null (strstr (payload, "not retained and no such row in CMINMSGS"));
     zstr_free (&verdict);
     zstr_free (&payload);
-    zactor_destroy (&fx->control);
+    mx_actor_destroy (&fx->control);
 }
 
 //  ---------------------------------------------------------------------

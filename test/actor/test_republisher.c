@@ -79,7 +79,7 @@ static int
 s_teardown (void **state)
 {
     fixture_t *fx = *state;
-    zactor_destroy (&fx->actor);
+    mx_actor_destroy (&fx->actor);
     mx_testactor_release (&fx->conn, &fx->config, &fx->clock, &fx->pg);
     free (fx);
     return 0;
@@ -175,7 +175,7 @@ test_paced_job_continues_after_a_restart (void **state)
     free (refusal);
 
     //  Stopped in the middle; the next start goes on after the cursor.
-    zactor_destroy (&fx->actor);
+    mx_actor_destroy (&fx->actor);
     s_start (fx);
     for (int step = 0; step < 7; step++) {
         s_step_done (fx);

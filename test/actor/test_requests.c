@@ -105,7 +105,7 @@ s_setup (void **state)
 static void
 s_stop (fixture_t *fx)
 {
-    zactor_destroy (&fx->actor);
+    mx_actor_destroy (&fx->actor);
 }
 
 static int

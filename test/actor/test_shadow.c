@@ -130,7 +130,7 @@ static int
 s_teardown (void **state)
 {
     fixture_t *fx = *state;
-    zactor_destroy (&fx->control);
+    mx_actor_destroy (&fx->control);
     mx_testactor_release (&fx->conn, &fx->config, &fx->clock, &fx->pg);
     mx_testkafka_destroy (&fx->kafka);
     mx_testmb_destroy (&fx->mb);
@@ -248,7 +248,7 @@ test_shadow_run_writes_nothing_shared_and_publishes_to_the_suffixed_topics (void
                          TOPIC_MSG ".shadow");
     json_decref (reply);
     zstr_free (&status);
-    zactor_destroy (&fx->control);
+    mx_actor_destroy (&fx->control);
 }
 
 static void
@@ -275,7 +275,7 @@ test_shadow_without_publishing_writes_no_topic (void **state)
     assert_true (json_is_null (json_object_get (reply, "topics")));
     json_decref (reply);
     zstr_free (&status);
-    zactor_destroy (&fx->control);
+    mx_actor_destroy (&fx->control);
 }
 
 //  Without a suffix a publishing shadow would write the production topics.
