@@ -106,6 +106,39 @@ mx_testdaemon_wait_processed (PGconn *conn, mx_testmb_t *mb, bool outbox)
     return strtoll (total, NULL, 10);
 }
 
+char *
+mx_testdaemon_gen (const char *build, mx_testmb_t *mb, const char *const *args, int timeout_ms)
+{
+    char *gen = zsys_sprintf ("%s/tools/msgx-gen", build);
+    char port [16];
+    snprintf (port, sizeof port, "%d", mx_testmb_port (mb));
+    const char *mailbox [] = {
+        "--host", mx_testmb_host (mb), "--port", port, "--user", mx_testmb_user (mb),
+        "--password", mx_testmb_password (mb), "--database", mx_testmb_database (mb)
+    };
+    size_t given = 0;
+    while (args [given])
+        given++;
+    size_t count = 2 + given + sizeof mailbox / sizeof mailbox [0];
+    const char **argv = (const char **) calloc (count + 1, sizeof *argv);
+    if (!argv)
+        fail_msg ("mx_testdaemon_gen: out of memory");
+    size_t at = 0;
+    argv [at++] = gen;
+    argv [at++] = "--mysql";
+    for (size_t i = 0; i < given; i++)
+        argv [at++] = args [i];
+    for (size_t i = 0; i < sizeof mailbox / sizeof mailbox [0]; i++)
+        argv [at++] = mailbox [i];
+    char *out = NULL, *err = NULL;
+    if (mx_testproc_run (argv, NULL, timeout_ms, &out, &err) != 0)
+        fail_msg ("msgx-gen: %s%s", out ? out : "", err ? err : "");
+    free (err);
+    free (argv);
+    free (gen);
+    return out;
+}
+
 void
 mx_testdaemon_stop (mx_testproc_t **daemon_p)
 {

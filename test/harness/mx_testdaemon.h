@@ -51,6 +51,12 @@ mx_testproc_t *
 long long
     mx_testdaemon_wait_processed (PGconn *conn, mx_testmb_t *mb, bool outbox);
 
+//  Run BUILD/tools/msgx-gen --mysql with args (NULL-ended: seed, flights,
+//  day...) into the mailbox mb, waiting up to timeout_ms; fails the test
+//  when it fails. Returns its standard output (malloc'd).
+char *
+    mx_testdaemon_gen (const char *build, mx_testmb_t *mb, const char *const *args, int timeout_ms);
+
 //  SIGTERM, then the exit, which must be 0; with MX_TEST_DUMP set, its
 //  stderr is printed first.
 void

@@ -298,26 +298,19 @@ s_all_pages (fixture_t *fx, int port, const char *path, int *pages)
 static void
 s_gen_today (fixture_t *fx)
 {
-    char gen [1200], port [16], today [16], flights [16];
-    snprintf (gen, sizeof gen, "%s/tools/msgx-gen", fx->build);
-    snprintf (port, sizeof port, "%d", mx_testmb_port (fx->mb));
+    char today [16], flights [16];
     time_t now = time (NULL);
     struct tm utc;
     gmtime_r (&now, &utc);
     strftime (today, sizeof today, "%Y-%m-%d", &utc);
     snprintf (flights, sizeof flights, "%d", WINDOW_FLIGHTS);
-    const char *argv [] = {
-        gen, "--mysql", "--seed", "8", "--flights", flights, "--per-message", "40", "--updates", "60",
-        "--first-seqn", "500000", "--day", today,
-        "--host", mx_testmb_host (fx->mb), "--port", port, "--user", mx_testmb_user (fx->mb),
-        "--password", mx_testmb_password (fx->mb), "--database", mx_testmb_database (fx->mb), NULL
+    const char *args [] = {
+        "--seed", "8", "--flights", flights, "--per-message", "40", "--updates", "60",
+        "--first-seqn", "500000", "--day", today, NULL
     };
-    char *out = NULL, *err = NULL;
-    if (mx_testproc_run (argv, NULL, WAIT_MS, &out, &err) != 0)
-        fail_msg ("msgx-gen --day %s: %s%s", today, out, err);
+    char *out = mx_testdaemon_gen (fx->build, fx->mb, args, WAIT_MS);
     printf ("# %s", out);
     free (out);
-    free (err);
 }
 
 //  Until every message of the mailbox is terminal.
@@ -412,21 +405,13 @@ test_read_api (void **state)
 {
     fixture_t *fx = *state;
     //  A day of 120 flights with updates and reference lists, by msgx-gen.
-    char gen [1200], port [16];
-    snprintf (gen, sizeof gen, "%s/tools/msgx-gen", fx->build);
-    snprintf (port, sizeof port, "%d", mx_testmb_port (fx->mb));
-    const char *gen_argv [] = {
-        gen, "--mysql", "--seed", "7", "--flights", "120", "--per-message", "40", "--updates", "300",
-        "--reference", "10", "--day", DAY,
-        "--host", mx_testmb_host (fx->mb), "--port", port, "--user", mx_testmb_user (fx->mb),
-        "--password", mx_testmb_password (fx->mb), "--database", mx_testmb_database (fx->mb), NULL
+    const char *gen_args [] = {
+        "--seed", "7", "--flights", "120", "--per-message", "40", "--updates", "300",
+        "--reference", "10", "--day", DAY, NULL
     };
-    char *out = NULL, *err = NULL;
-    if (mx_testproc_run (gen_argv, NULL, WAIT_MS, &out, &err) != 0)
-        fail_msg ("msgx-gen: %s%s", out, err);
+    char *out = mx_testdaemon_gen (fx->build, fx->mb, gen_args, WAIT_MS);
     printf ("# %s", out);
     free (out);
-    free (err);
     //  And today's flights, so that GET /all/flights (the window around
     //  today) streams several pages.
     s_gen_today (fx);
@@ -886,19 +871,11 @@ static void
 test_doc_cache (void **state)
 {
     fixture_t *fx = *state;
-    char gen [1200], port [16];
-    snprintf (gen, sizeof gen, "%s/tools/msgx-gen", fx->build);
-    snprintf (port, sizeof port, "%d", mx_testmb_port (fx->mb));
-    const char *gen_argv [] = {
-        gen, "--mysql", "--seed", "9", "--flights", "30", "--per-message", "10", "--updates", "40",
-        "--day", DAY, "--host", mx_testmb_host (fx->mb), "--port", port, "--user", mx_testmb_user (fx->mb),
-        "--password", mx_testmb_password (fx->mb), "--database", mx_testmb_database (fx->mb), NULL
+    const char *gen_args [] = {
+        "--seed", "9", "--flights", "30", "--per-message", "10", "--updates", "40",
+        "--day", DAY, NULL
     };
-    char *out = NULL, *err = NULL;
-    if (mx_testproc_run (gen_argv, NULL, WAIT_MS, &out, &err) != 0)
-        fail_msg ("msgx-gen: %s%s", out, err);
-    free (out);
-    free (err);
+    free (mx_testdaemon_gen (fx->build, fx->mb, gen_args, WAIT_MS));
     int http_a = mx_testenv_free_port (), api_a = mx_testenv_free_port ();
     int http_b = mx_testenv_free_port (), api_b = mx_testenv_free_port ();
     mx_testdaemon_env_t env_a, env_b;

@@ -195,19 +195,11 @@ static const char *s_raw_fields =
 static void
 s_run_the_day (fixture_t *fx)
 {
-    char gen [1200], port [16];
-    snprintf (gen, sizeof gen, "%s/tools/msgx-gen", fx->build);
-    snprintf (port, sizeof port, "%d", mx_testmb_port (fx->mb));
-    const char *gen_argv [] = {
-        gen, "--mysql", "--seed", "11", "--flights", "60", "--per-message", "30", "--updates", "200",
-        "--day", DAY, "--host", mx_testmb_host (fx->mb), "--port", port, "--user", mx_testmb_user (fx->mb),
-        "--password", mx_testmb_password (fx->mb), "--database", mx_testmb_database (fx->mb), NULL
+    const char *gen_args [] = {
+        "--seed", "11", "--flights", "60", "--per-message", "30", "--updates", "200",
+        "--day", DAY, NULL
     };
-    char *out = NULL, *err = NULL;
-    if (mx_testproc_run (gen_argv, NULL, WAIT_MS, &out, &err) != 0)
-        fail_msg ("msgx-gen: %s%s", out, err);
-    free (out);
-    free (err);
+    free (mx_testdaemon_gen (fx->build, fx->mb, gen_args, WAIT_MS));
 
     mx_testdaemon_env_t env;
     mx_testdaemon_env_init (&env, fx->pg, fx->mb, fx->dir, "admin.sock", 0);

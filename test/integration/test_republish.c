@@ -418,19 +418,12 @@ test_republish_day (void **state)
 {
     fixture_t *fx = *state;
     //  A day of flights with updates and deletions, by msgx-gen.
-    char gen [1200], port [16];
-    snprintf (gen, sizeof gen, "%s/tools/msgx-gen", fx->build);
-    snprintf (port, sizeof port, "%d", mx_testmb_port (fx->mb));
-    const char *gen_argv [] = {
-        gen, "--mysql", "--seed", "11", "--flights", "80", "--per-message", "40", "--updates", "240",
-        "--day", DAY, "--host", mx_testmb_host (fx->mb), "--port", port, "--user", mx_testmb_user (fx->mb),
-        "--password", mx_testmb_password (fx->mb), "--database", mx_testmb_database (fx->mb), NULL
+    const char *gen_args [] = {
+        "--seed", "11", "--flights", "80", "--per-message", "40", "--updates", "240",
+        "--day", DAY, NULL
     };
-    char *out = NULL, *err = NULL;
-    if (mx_testproc_run (gen_argv, NULL, WAIT_MS, &out, &err) != 0)
-        fail_msg ("msgx-gen: %s%s", out, err);
+    char *out = mx_testdaemon_gen (fx->build, fx->mb, gen_args, WAIT_MS);
     free (out);
-    free (err);
 
     //  20 events a second: the job of 80 flights lasts about 4 s, long
     //  enough to be killed in the middle.
