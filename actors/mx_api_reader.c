@@ -128,6 +128,7 @@ typedef struct {
     PGconn *pg;                         //  lazily (re)connected
     mx_tz_t *zone;                      //  airport zone of the state documents; loaded lazily
     zlistx_t *streams;                  //  s_stream_t *: GET /all/flights answers under way
+    mx_text_t doc;                      //  a state document being rendered
 } s_reader_t;
 
 //  Most requests for one flight read together (s_command).
@@ -330,42 +331,103 @@ s_text_puts (s_text_t *text, const char *string)
     s_text_add (string, strlen (string), text);
 }
 
-//  What s_render_one adds to.
+//  One page of documents being written (s_render_docs): the cached
+//  documents of the page, the loaded ones in between, in flid order.
 typedef struct {
     s_reader_t *self;
     s_text_t *out;
     size_t *sent;
+    const int64_t *flids;
+    char **cached;                      //  per flid: the cache's document, or NULL (loaded)
+    size_t count;
+    size_t next;                        //  first flid not written yet
+    mx_doc_cache_t *cache;              //  where loaded documents go (NULL: nowhere)
+    uint64_t ticket;
 } s_render_t;
+
+static void
+s_render_add (s_render_t *render, const char *doc, size_t size)
+{
+    if ((*render->sent)++)
+        s_text_add (",", 1, render->out);
+    s_text_add (doc, size, render->out);
+}
+
+//  The cached documents before flid (up to the end when flid is 0).
+static void
+s_render_cached (s_render_t *render, int64_t flid)
+{
+    while (render->next < render->count && (flid == 0 || render->flids [render->next] < flid)) {
+        char *doc = render->cached [render->next++];
+        if (doc)
+            s_render_add (render, doc, strlen (doc));
+    }
+}
 
 static void
 s_render_one (mx_flight_t *flight, void *arg)
 {
     s_render_t *render = (s_render_t *) arg;
-    json_t *doc = mx_flight_state_doc (flight, render->self->zone);
-    if ((*render->sent)++)
-        s_text_add (",", 1, render->out);
-    json_dump_callback (doc, s_text_add, render->out, JSON_COMPACT);
-    json_decref (doc);
+    s_reader_t *self = render->self;
+    s_render_cached (render, flight->flid);
+    if (render->next < render->count && render->flids [render->next] == flight->flid)
+        render->next++;
+    mx_flight_state_text_into (flight, self->zone, &self->doc);
+    s_render_add (render, self->doc.data, self->doc.size);
+    mx_doc_cache_put (render->cache, render->ticket, flight->flid, flight->state_version,
+                      self->doc.data, self->doc.size);
     mx_flight_destroy (&flight);
 }
 
 //  Renders the state documents of flids (ascending; a flight gone
 //  meanwhile is left out) to out as members of a JSON array, *sent
 //  counting those written before (a comma goes before all but the first).
-//  Each is rendered as its row arrives, while PostgreSQL reads the next,
-//  and straight to the text: no array of documents is built. Returns 0,
+//  With versions (those the listing read), a flight the cache holds at
+//  that version is written from the cache; the others are read from
+//  PostgreSQL in one pipelined load, each rendered as its row arrives
+//  while PostgreSQL reads the next, and offered to the cache. Returns 0,
 //  or -1 with the answer set.
 static int
-s_render_docs (s_reader_t *self, const int64_t *flids, size_t count, size_t *sent, s_text_t *out,
-               s_answer_t *answer)
+s_render_docs (s_reader_t *self, const int64_t *flids, const int64_t *versions, size_t count,
+               size_t *sent, s_text_t *out, s_answer_t *answer)
 {
-    s_render_t render = { .self = self, .out = out, .sent = sent };
-    char *error = NULL;
-    if (mx_flight_repo_load_each (self->pg, flids, count, s_render_one, &render, &error)) {
-        s_failed (self, answer, error);
+    mx_doc_cache_t *cache = self->args->doc_cache;
+    //  Before the read: a flight changed after it is refused by the cache.
+    uint64_t ticket = mx_doc_cache_ticket (cache);
+    bool caching = mx_doc_cache_enabled (cache);
+    char **cached = (char **) calloc (count + 1, sizeof *cached);
+    int64_t *load = (int64_t *) malloc ((count + 1) * sizeof *load);
+    if (!cached || !load) {
+        free (cached);
+        free (load);
+        s_error (answer, 503, "unavailable", "out of memory: retry later");
         return -1;
     }
-    return 0;
+    size_t loads = 0;
+    for (size_t i = 0; i < count; i++) {
+        int64_t version = 0;
+        char *doc = NULL;
+        if (caching && versions && mx_doc_cache_get (cache, flids [i], &version, &doc, NULL)
+        &&  version == versions [i])
+            cached [i] = doc;
+        else {
+            free (doc);
+            load [loads++] = flids [i];
+        }
+    }
+    s_render_t render = { .self = self, .out = out, .sent = sent, .flids = flids, .cached = cached,
+                          .count = count, .cache = caching ? cache : NULL, .ticket = ticket };
+    char *error = NULL;
+    int rc = loads ? mx_flight_repo_load_each (self->pg, load, loads, s_render_one, &render, &error) : 0;
+    if (rc)
+        s_failed (self, answer, error);
+    else
+        s_render_cached (&render, 0);
+    for (size_t i = 0; i < count; i++)
+        free (cached [i]);
+    free (cached);
+    free (load);
+    return rc;
 }
 
 //  The ETag of a state version: a strong validator.
@@ -483,21 +545,17 @@ s_flight_batch (s_reader_t *self, mx_cmd_API_GET_t *const *gets, size_t count, s
         const char *if_none_match = gets [asked [v]]->etag;
         s_etag (flight->state_version, answer->etag, sizeof answer->etag);
         bool not_modified = *if_none_match && s_matches (if_none_match, answer->etag);
-        char *text = NULL;
-        if (!not_modified || caching) {
-            json_t *doc = mx_flight_state_doc (flight, self->zone);
-            text = json_dumps (doc, JSON_COMPACT);
-            json_decref (doc);
-        }
-        if (text && caching)
-            mx_doc_cache_put (cache, ticket, flids [v], flight->state_version, text, strlen (text));
-        if (not_modified) {
+        if (!not_modified || caching)
+            mx_flight_state_text_into (flight, self->zone, &self->doc);
+        if (caching)
+            mx_doc_cache_put (cache, ticket, flids [v], flight->state_version, self->doc.data, self->doc.size);
+        if (not_modified)
             answer->status = 304;
-            free (text);
-        }
         else {
-            answer->body = text;
-            answer->status = 200;
+            answer->body = strdup (self->doc.data);
+            answer->status = answer->body ? 200 : 0;
+            if (!answer->body)
+                s_error (answer, 503, "unavailable", "out of memory: retry later");
         }
         mx_flight_destroy (&flights [v]);
     }
@@ -565,10 +623,13 @@ s_flights (s_reader_t *self, json_t *args, s_answer_t *answer)
     //  One more than the page tells whether another follows.
     size_t max = (size_t) limit + 1;
     int64_t *flids = (int64_t *) calloc (max, sizeof *flids);
+    int64_t *versions = (int64_t *) calloc (max, sizeof *versions);
     size_t count = 0;
     char *error = NULL;
-    if (!flids || mx_flightread_list (self->pg, &filter, after, max, flids, &count, &error)) {
+    if (!flids || !versions
+    ||  mx_flightread_list (self->pg, &filter, after, max, flids, versions, &count, &error)) {
         free (flids);
+        free (versions);
         s_failed (self, answer, error ? error : strdup ("out of memory"));
         return;
     }
@@ -580,7 +641,7 @@ s_flights (s_reader_t *self, json_t *args, s_answer_t *answer)
     char head [64];
     snprintf (head, sizeof head, "{\"day\":\"%s\",\"flights\":[", day);     //  checked: YYYY-MM-DD
     s_text_puts (&out, head);
-    int rc = s_render_docs (self, flids, count, &sent, &out, answer);
+    int rc = s_render_docs (self, flids, versions, count, &sent, &out, answer);
     char tail [64];
     if (more)
         snprintf (tail, sizeof tail, "],\"next_cursor\":\"%" PRId64 "\"}", flids [count - 1]);
@@ -597,6 +658,7 @@ s_flights (s_reader_t *self, json_t *args, s_answer_t *answer)
     }
     free (out.data);
     free (flids);
+    free (versions);
 }
 
 //  The stream's next piece: head, then the next page's documents, then
@@ -610,14 +672,17 @@ s_stream_piece (s_reader_t *self, s_stream_t *stream, const char *head, char **t
     size_t max = (size_t) self->config->api_page_size;
     size_t count = 0;
     int64_t *flids = (int64_t *) calloc (max, sizeof *flids);
+    int64_t *versions = (int64_t *) calloc (max, sizeof *versions);
     mx_flightread_filter_t filter = { .day_from = stream->from, .day_to = stream->to, .changed_since = -1 };
     char *error = NULL;
-    if (!flids || mx_flightread_list (self->pg, &filter, stream->after, max, flids, &count, &error))
+    if (!flids || !versions
+    ||  mx_flightread_list (self->pg, &filter, stream->after, max, flids, versions, &count, &error))
         s_failed (self, answer, error ? error : strdup ("out of memory"));
     else
-    if (s_render_docs (self, flids, count, &stream->sent, &out, answer) == 0 && count)
+    if (s_render_docs (self, flids, versions, count, &stream->sent, &out, answer) == 0 && count)
         stream->after = flids [count - 1];
     free (flids);
+    free (versions);
     if (!answer->status && count < max)
         s_text_puts (&out, "]}");
     if (!answer->status && out.failed)
@@ -938,6 +1003,7 @@ mx_api_reader_actor (zsock_t *pipe, void *args)
     mx_actor_ops_t ops = { .command = s_command };
     mx_actor_run (pipe, NULL, &ops, self);
     zlistx_destroy (&self->streams);
+    free (self->doc.data);
     mx_pg_disconnect (&self->pg);
     mx_tz_destroy (&self->zone);
 }

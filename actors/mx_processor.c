@@ -250,7 +250,6 @@ s_flights_committed (s_processor_t *self)
 //  anything downstream hears of the batch.
 typedef struct {
     int64_t *flids;
-    bool *had;                  //  per flid: it was in the cache
     size_t count;
     bool blind;                 //  no memory to name them: the cache is off meanwhile
 } s_doc_write_t;
@@ -264,10 +263,7 @@ s_doc_write_begin (s_processor_t *self, s_doc_write_t *write)
     if (!cache || count == 0)
         return;
     write->flids = (int64_t *) malloc (count * sizeof *write->flids);
-    write->had = (bool *) malloc (count * sizeof *write->had);
-    if (!write->flids || !write->had) {
-        free (write->flids);
-        free (write->had);
+    if (!write->flids) {
         *write = (s_doc_write_t) { .blind = true };
         mx_doc_cache_disable (cache);
         return;
@@ -275,15 +271,17 @@ s_doc_write_begin (s_processor_t *self, s_doc_write_t *write)
     for (mx_flight_t *flight = (mx_flight_t *) zlistx_first (self->flights_owed); flight;
          flight = (mx_flight_t *) zlistx_next (self->flights_owed))
         write->flids [write->count++] = flight->flid;
-    mx_doc_cache_write_begin (cache, write->flids, write->count, write->had);
+    mx_doc_cache_write_begin (cache, write->flids, write->count, NULL);
 }
 
-//  Ends the write. When it committed, the flights readers had in the
-//  cache get their new documents (the committed states, in self->flights
-//  by now), with a ticket taken after the end: a read of them under a
-//  drain then stays a hit instead of waiting for PostgreSQL behind the
-//  drain. The same bytes the reader renders (json_dumps of the state
-//  document, test_flight checks it).
+//  Ends the write. When it committed, every flight of the batch gets its
+//  new document in the cache (the committed states, in self->flights by
+//  now), with a ticket taken after the end: the flights that change are
+//  those of the operating window, the ones readers ask for, and a read of
+//  them under a drain is then a hit instead of a wait for PostgreSQL
+//  behind the drain (the cache's bounds and its LRU order keep what is
+//  written or read most recently). The same bytes the reader renders
+//  (test_flight checks the text against json_dumps of the document).
 static void
 s_doc_write_end (s_processor_t *self, s_doc_write_t *write, bool committed)
 {
@@ -293,20 +291,17 @@ s_doc_write_end (s_processor_t *self, s_doc_write_t *write, bool committed)
     else
         mx_doc_cache_invalidate (cache, write->flids, write->count);
     uint64_t ticket = mx_doc_cache_ticket (cache);
-    for (size_t i = 0; committed && i < write->count; i++) {
-        if (!write->had [i])
-            continue;
+    for (size_t i = 0; committed && self->zone && i < write->count; i++) {
         char key [24];
         snprintf (key, sizeof key, "%" PRId64, write->flids [i]);
         const mx_flight_t *flight = (const mx_flight_t *) zhashx_lookup (self->flights, key);
-        if (!flight || !self->zone)
+        if (!flight)
             continue;
         mx_flight_state_text_into (flight, self->zone, &self->doc_state);
         mx_doc_cache_put (cache, ticket, flight->flid, flight->state_version, self->doc_state.data,
                           self->doc_state.size);
     }
     free (write->flids);
-    free (write->had);
     *write = (s_doc_write_t) { 0 };
 }
 

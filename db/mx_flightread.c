@@ -9,7 +9,7 @@
 
 //  NULL parameters switch a filter off; the day index narrows first.
 static const char *s_list_sql =
-    "SELECT flid FROM flight_schd"
+    "SELECT flid, state_version FROM flight_schd"
     " WHERE operation_day BETWEEN $1::date AND $2::date"
     "   AND ($3::text IS NULL OR alcd = $3::text)"
     "   AND ($4::text IS NULL OR mvin = $4::text)"
@@ -19,7 +19,7 @@ static const char *s_list_sql =
 
 int
 mx_flightread_list (PGconn *conn, const mx_flightread_filter_t *filter, int64_t after,
-                    size_t max, int64_t *flids, size_t *count, char **error)
+                    size_t max, int64_t *flids, int64_t *versions, size_t *count, char **error)
 {
     char since [MX_PG_INT64_BUFSIZE], after_text [MX_PG_INT64_BUFSIZE], limit [MX_PG_INT64_BUFSIZE];
     const char *params [7] = {
@@ -31,8 +31,11 @@ mx_flightread_list (PGconn *conn, const mx_flightread_filter_t *filter, int64_t 
     if (mx_pg_exec (conn, s_list_sql, 7, params, &res, error))
         return -1;
     size_t rows = (size_t) PQntuples (res);
-    for (size_t row = 0; row < rows && row < max; row++)
+    for (size_t row = 0; row < rows && row < max; row++) {
         flids [row] = mx_pg_get_int64 (res, (int) row, 0);
+        if (versions)
+            versions [row] = mx_pg_get_int64 (res, (int) row, 1);
+    }
     *count = rows < max ? rows : max;
     PQclear (res);
     return 0;

@@ -20,10 +20,11 @@ typedef struct {
 } mx_flightread_filter_t;
 
 //  The FLIDs above after that match filter, ascending, at most max of
-//  them into flids (the caller's array). Returns 0 with *count, or -1 with
-//  *error (malloc'd).
+//  them into flids (the caller's array), and their state versions into
+//  versions (the same size; NULL: not wanted). Returns 0 with *count, or
+//  -1 with *error (malloc'd).
 int mx_flightread_list (PGconn *conn, const mx_flightread_filter_t *filter, int64_t after,
-                        size_t max, int64_t *flids, size_t *count, char **error);
+                        size_t max, int64_t *flids, int64_t *versions, size_t *count, char **error);
 
 //  The operation day of now_ms in zone (an IANA name) shifted by days, as
 //  YYYY-MM-DD into day (MX_FLIGHTREAD_DAY_BUFSIZE bytes).

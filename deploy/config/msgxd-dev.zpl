@@ -808,8 +808,10 @@ msgx
         #   theirs.
         nice = 0
 
-        #   state documents of GET /flights/{flid} kept in memory on the active
-        #   instance, answered without PostgreSQL (0..1000000); 0 = off.
+        #   state documents kept in memory on the active instance (every flight
+        #   it writes or reads, least recent out first), answered without
+        #   PostgreSQL by GET /flights/{flid} and taken by the lists
+        #   (0..1000000); 0 = off.
         #   Integer; default 4096; environment MSGX_API_CACHE_FLIGHTS.
         #   Used only while this instance is active (it alone writes flight
         #   state, so it keeps the cache coherent); a standby reads PostgreSQL.

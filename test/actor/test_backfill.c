@@ -22,7 +22,6 @@
 #include "mx_actor.h"
 #include "mx_config.h"
 #include "mx_log.h"
-#include "mx_migrate.h"
 #include "mx_pg.h"
 #include "mx_procstate.h"
 #include "mx_testactor.h"
@@ -87,16 +86,7 @@ s_setup (void **state)
     fx->pg = mx_testpg_new ();
     fx->mb = mx_testmb_new ();
     fx->clock = mx_clock_new_fake (T0);
-    fx->conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
-    assert_int_equal (PQstatus (fx->conn), CONNECTION_OK);
-    char *error = NULL;
-    int applied = 0;
-    if (mx_migrate_apply (fx->conn, &applied, &error))
-        fail_msg ("migrations: %s", error);
-    PGresult *res = PQexec (fx->conn, s_watch_sql);
-    if (PQresultStatus (res) != PGRES_COMMAND_OK)
-        fail_msg ("watch trigger: %s", PQerrorMessage (fx->conn));
-    PQclear (res);
+    fx->conn = mx_testpg_connect_schema (fx->pg, s_watch_sql);
     fx->admin = mx_testmb_connect (fx->mb);
     for (size_t i = 0; i < sizeof s_fail_sql / sizeof s_fail_sql [0]; i++)
         s_mysql (fx, s_fail_sql [i]);

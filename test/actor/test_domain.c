@@ -18,7 +18,6 @@
 #include "mx_config.h"
 #include "mx_control.h"
 #include "mx_ingress.h"
-#include "mx_migrate.h"
 #include "mx_processor.h"
 #include "mx_pump.h"
 #include "mx_sis.h"
@@ -70,14 +69,8 @@ s_setup (void **state)
     fx->pg = mx_testpg_new ();
     fx->mb = mx_testmb_new ();
     fx->dir = mx_testenv_tmpdir ();
-    fx->conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
-    assert_int_equal (PQstatus (fx->conn), CONNECTION_OK);
+    fx->conn = mx_testpg_connect_schema (fx->pg, s_watch_sql);
     char *error = NULL;
-    if (mx_migrate_apply (fx->conn, NULL, &error))
-        fail_msg ("migrations: %s", error);
-    PGresult *res = PQexec (fx->conn, s_watch_sql);
-    assert_int_equal (PQresultStatus (res), PGRES_COMMAND_OK);
-    PQclear (res);
     fx->zone = mx_tz_load ("Asia/Shanghai", &error);
     assert_non_null (fx->zone);
     mx_config_t *config = mx_config_new_defaults ();

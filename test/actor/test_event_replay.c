@@ -26,7 +26,6 @@
 #include "mx_config.h"
 #include "mx_control.h"
 #include "mx_dispatcher.h"
-#include "mx_migrate.h"
 #include "mx_testenv.h"
 #include "mx_testevent.h"
 #include "mx_testproc.h"
@@ -241,13 +240,7 @@ s_setup (void **state)
     fx->kafka = mx_testkafka_new (2);
     fx->clock = mx_clock_new_fake (T0);
     fx->dir = mx_testenv_tmpdir ();
-    fx->conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
-    assert_int_equal (PQstatus (fx->conn), CONNECTION_OK);
-    char *error = NULL;
-    int applied = 0;
-    if (mx_migrate_apply (fx->conn, &applied, &error))
-        fail_msg ("migrations: %s", error);
-    mx_testpg_exec (fx->conn,
+    fx->conn = mx_testpg_connect_schema (fx->pg,
         "CREATE TABLE mx_test_log (seq bigserial PRIMARY KEY, event_id bigint, state text);"
         "CREATE FUNCTION mx_test_watch () RETURNS trigger LANGUAGE plpgsql AS $$"
         " BEGIN"

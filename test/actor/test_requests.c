@@ -20,7 +20,6 @@
 #include "mx_actor.h"
 #include "mx_config.h"
 #include "mx_mailbox.h"
-#include "mx_migrate.h"
 #include "mx_pg.h"
 #include "mx_request.h"
 #include "mx_sis.h"
@@ -73,16 +72,8 @@ s_setup (void **state)
     fx->mb = mx_testmb_new ();
     fx->mb_admin = mx_testmb_connect (fx->mb);
     fx->clock = mx_clock_new_fake (T0);
-    fx->conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
-    assert_int_equal (PQstatus (fx->conn), CONNECTION_OK);
+    fx->conn = mx_testpg_connect_schema (fx->pg, s_watch_sql);
     char *error = NULL;
-    int applied = 0;
-    if (mx_migrate_apply (fx->conn, &applied, &error))
-        fail_msg ("migrations: %s", error);
-    PGresult *res = PQexec (fx->conn, s_watch_sql);
-    if (PQresultStatus (res) != PGRES_COMMAND_OK)
-        fail_msg ("watch trigger: %s", PQerrorMessage (fx->conn));
-    PQclear (res);
 
     fx->config = mx_config_new_defaults ();
     char port [16];

@@ -33,6 +33,7 @@
 #include <libpq-fe.h>
 
 #include "mx_kafka_embedded.h"
+#include "mx_migrate.h"
 #include "mx_testproc.h"
 #include "mx_testenv_mailbox_sql.h"
 
@@ -755,6 +756,20 @@ mx_testenv_free_port (void)
     if (!s_port_bindable (&port))
         s_fail ("cannot find a free port: %s", strerror (errno));
     return port;
+}
+
+PGconn *
+mx_testpg_connect_schema (mx_testpg_t *pg, const char *watch)
+{
+    PGconn *conn = PQconnectdb (mx_testpg_conninfo (pg));
+    if (PQstatus (conn) != CONNECTION_OK)
+        s_fail ("cannot connect to the test's PostgreSQL: %s", PQerrorMessage (conn));
+    char *error = NULL;
+    if (mx_migrate_apply (conn, NULL, &error))
+        s_fail ("migrations: %s", error);
+    if (watch)
+        mx_testpg_exec (conn, watch);
+    return conn;
 }
 
 void

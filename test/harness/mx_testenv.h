@@ -188,6 +188,13 @@ char *
 void
     mx_testenv_rmtree (const char *dir);
 
+//  A test's own connection to pg with msgxd's schema applied (the
+//  migrations, under their lock: a daemon migrating at the same time
+//  waits), then watch (SQL, e.g. the triggers and the LISTEN of the
+//  test's waits; NULL for none). Any failure fails the test.
+PGconn *
+    mx_testpg_connect_schema (mx_testpg_t *pg, const char *watch);
+
 //  On a test's own PostgreSQL connection; any SQL error fails the test.
 void
     mx_testpg_exec (PGconn *conn, const char *sql);

@@ -74,6 +74,20 @@ typedef struct {
     char *answers_path;
 } fixture_t;
 
+//  The test's own connection, LISTENing to changes of proc_state, so that
+//  its waits wake when processing moves on. The schema first (the
+//  daemons migrate as well; the migration lock keeps them apart).
+static void
+s_connect (fixture_t *fx)
+{
+    fx->conn = mx_testpg_connect_schema (fx->pg,
+        "CREATE FUNCTION mx_test_watch () RETURNS trigger LANGUAGE plpgsql AS $$"
+        " BEGIN PERFORM pg_notify ('mx_test', TG_TABLE_NAME); RETURN NULL; END $$;"
+        "CREATE TRIGGER mx_test_watch AFTER INSERT OR UPDATE OR DELETE ON proc_state"
+        " FOR EACH STATEMENT EXECUTE FUNCTION mx_test_watch ();"
+        "LISTEN mx_test;");
+}
+
 //  The environment of one daemon: name tells the admin socket apart.
 static void
 s_env (fixture_t *fx, const char *name, int http_port, int api_port, mx_testdaemon_env_t *env)
@@ -421,8 +435,7 @@ test_read_api (void **state)
     mx_testdaemon_env_t env_a;
     s_env (fx, "a", http_a, api_a, &env_a);
     mx_testproc_t *active = mx_testdaemon_start ("cmd/msgxd", &env_a, "active");
-    fx->conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
-    assert_int_equal (PQstatus (fx->conn), CONNECTION_OK);
+    s_connect (fx);
 
     s_wait_processed (fx);
 
@@ -526,15 +539,6 @@ test_read_api (void **state)
     assert_string_equal (value, "1");
     free (head);
     free (metrics);
-    //  A read held up past msgx.api.statement-timeout (the table locked by
-    //  the test's own transaction): 503 with the reason, counted; the
-    //  stream of the window too, before anything of it was sent. A flight
-    //  never read alone, so not in the active's state-document cache.
-    char *uncached = mx_testpg_value_params (fx->conn,
-        "SELECT min (flid) FROM flight_schd WHERE flid <> $1::bigint", 1, (const char *[]) { flid });
-    s_locked_out (fx, api_a, http_a, uncached);
-    free (uncached);
-
     //  Not a read: 405, JSON.
     char *post_head = NULL, *post_body = NULL;
     assert_int_equal (mx_testhttp_exchange (api_a, "DELETE /flights/1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
@@ -572,6 +576,12 @@ test_read_api (void **state)
     s_expect_sql (fx, "SELECT string_agg (flid || ':' || state_version, ',' ORDER BY flid) FROM flight_schd"
                       " WHERE operation_day = '" DAY "'", got, "the day from the standby");
     free (got);
+    //  A read held up past msgx.api.statement-timeout (the table locked by
+    //  the test's own transaction): 503 with the reason, counted; the
+    //  stream of the window too, before anything of it was sent. On the
+    //  standby, whose reads all go to PostgreSQL (the active has every
+    //  flight it wrote in its state-document cache).
+    s_locked_out (fx, api_b, http_b, flid);
     json_decref (from_standby);
     json_decref (body);
     free (path);
@@ -602,8 +612,7 @@ s_start_gated (fixture_t *fx, const char *name, int http, int api, mx_testdaemon
     for (; extra && *extra; extra++)
         mx_testdaemon_env_add (env, "%s", *extra);
     mx_testproc_t *daemon = mx_testdaemon_start ("test/integration/msgxd-hooked", env, "active");
-    fx->conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
-    assert_int_equal (PQstatus (fx->conn), CONNECTION_OK);
+    s_connect (fx);
     s_wait_processed (fx);
     return daemon;
 }
@@ -861,12 +870,15 @@ s_change_stand (fixture_t *fx, const char *flid, int seqn, const char *stand)
     free (state);
 }
 
-//  The active's state-document cache (msgx.api.cache-flights): a read
-//  twice is one miss and one hit; a hit needs no PostgreSQL (answered
-//  with flight_schd locked); a message changing the flight is read back
-//  as soon as the processor has committed it (no wait for the cache),
+//  The active's state-document cache (msgx.api.cache-flights, here one
+//  flight, so that a miss can be had): the processor puts every flight
+//  it writes; a flight not held is one miss, then hits; a hit needs no
+//  PostgreSQL (answered with flight_schd locked); a message changing the
+//  flight is read back as soon as the processor has committed it, a hit,
 //  the old ETag then 200, the new one 304; a standby reads PostgreSQL
-//  every time (locked: 503; after the change: the new state).
+//  every time (locked: 503; after the change: the new state), and its
+//  page of the day is byte for byte the active's, which takes what its
+//  cache holds at the listed version and reads the rest.
 static void
 test_doc_cache (void **state)
 {
@@ -881,32 +893,54 @@ test_doc_cache (void **state)
     mx_testdaemon_env_t env_a, env_b;
     s_env (fx, "a", http_a, api_a, &env_a);
     s_env (fx, "b", http_b, api_b, &env_b);
+    mx_testdaemon_env_add (&env_a, "MSGX_API_CACHE_FLIGHTS=1");
     mx_testdaemon_env_add (&env_b, "MSGX_API_STATEMENT_TIMEOUT=1s");
     mx_testproc_t *active = mx_testdaemon_start ("cmd/msgxd", &env_a, "active");
     mx_testproc_t *standby = mx_testdaemon_start ("cmd/msgxd", &env_b, "standby");
-    fx->conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
-    assert_int_equal (PQstatus (fx->conn), CONNECTION_OK);
+    s_connect (fx);
     s_wait_processed (fx);
+
+    //  The processor put what it wrote: the one entry is the flight put last.
+    const char *hits = "msgx_api_cache_hits_total", *misses = "msgx_api_cache_misses_total";
+    assert_int_equal (s_metric (http_a, "msgx_api_cache_entries"), 1);
+    assert_int_equal (s_metric (http_a, hits), 0);
+    assert_int_equal (s_metric (http_a, misses), 0);
+    //  The day, from the standby (PostgreSQL alone) and from the active
+    //  (the cached flight from memory, the others read): the same bytes.
+    char *head_all = NULL, *all_a = NULL, *all_b = NULL;
+    assert_int_equal (mx_testhttp_get (api_a, "/flights?day=" DAY, 30, &head_all, &all_a), 200);
+    free (head_all);
+    assert_int_equal (mx_testhttp_get (api_b, "/flights?day=" DAY, 30, &head_all, &all_b), 200);
+    free (head_all);
+    assert_string_equal (all_a, all_b);
+    free (all_a);
+    free (all_b);
+    //  One flight read makes another the cache's one entry (a miss or a hit:
+    //  it may be the one put last).
+    char *other = mx_testpg_value (fx->conn, "SELECT max (flid) FROM flight_schd WHERE operation_day = '" DAY "'");
+    char *other_path = zsys_sprintf ("/flights/%s", other);
+    char etag [64], etag_again [64], etag_b [64];
+    free (s_flight_text (fx, api_a, other_path, etag, sizeof etag));
+    free (other_path);
+    free (other);
+    long long misses_at = s_metric (http_a, misses), hits_at = s_metric (http_a, hits);
+    assert_int_equal (misses_at + hits_at, 1);
 
     char *flid = mx_testpg_value (fx->conn, "SELECT min (flid) FROM flight_schd WHERE operation_day = '" DAY "'");
     char *path = zsys_sprintf ("/flights/%s", flid);
-    const char *hits = "msgx_api_cache_hits_total", *misses = "msgx_api_cache_misses_total";
-    assert_int_equal (s_metric (http_a, hits), 0);
-    assert_int_equal (s_metric (http_a, misses), 0);
-    char etag [64], etag_again [64], etag_b [64];
     char *first = s_flight_text (fx, api_a, path, etag, sizeof etag);
-    assert_int_equal (s_metric (http_a, misses), 1);
-    assert_int_equal (s_metric (http_a, hits), 0);
+    assert_int_equal (s_metric (http_a, misses), misses_at + 1);
+    assert_int_equal (s_metric (http_a, hits), hits_at);
     char *second = s_flight_text (fx, api_a, path, etag_again, sizeof etag_again);
     assert_string_equal (second, first);
     assert_string_equal (etag_again, etag);
-    assert_int_equal (s_metric (http_a, hits), 1);
-    assert_int_equal (s_metric (http_a, misses), 1);
+    assert_int_equal (s_metric (http_a, hits), hits_at + 1);
+    assert_int_equal (s_metric (http_a, misses), misses_at + 1);
     assert_int_equal (s_metric (http_a, "msgx_api_cache_entries"), 1);
     assert_true (s_metric (http_a, "msgx_api_cache_bytes") >= (long long) strlen (first) - 2);
     json_t *none = NULL;
     assert_int_equal (s_get (fx, api_a, path, etag, NULL, &none, NULL, 0), 304);
-    assert_int_equal (s_metric (http_a, hits), 2);
+    assert_int_equal (s_metric (http_a, hits), hits_at + 2);
     //  The standby answers the same, from PostgreSQL.
     char *from_b = s_flight_text (fx, api_b, path, etag_b, sizeof etag_b);
     assert_string_equal (from_b, first);
@@ -923,7 +957,7 @@ test_doc_cache (void **state)
     assert_int_equal (s_get (fx, api_b, path, NULL, NULL, &refused, NULL, 0), 503);
     json_decref (refused);
     mx_testpg_exec (fx->conn, "ROLLBACK");
-    assert_int_equal (s_metric (http_a, hits), 3);
+    assert_int_equal (s_metric (http_a, hits), hits_at + 3);
     assert_int_equal (s_metric (http_b, hits), 0);
     assert_int_equal (s_metric (http_b, misses), 0);
     assert_int_equal (s_metric (http_b, "msgx_api_cache_entries"), 0);

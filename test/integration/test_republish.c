@@ -33,7 +33,6 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
-#include "mx_migrate.h"
 #include "mx_testdaemon.h"
 #include "mx_testenv.h"
 #include "mx_testproc.h"
@@ -89,14 +88,8 @@ s_setup (void **state)
         assert_int_equal (rd_kafka_mock_topic_create (mx_testkafka_cluster (fx->kafka), topics [i], PARTITIONS, 1),
                           RD_KAFKA_RESP_ERR_NO_ERROR);
     fx->dir = mx_testenv_tmpdir ();
-    fx->conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
-    assert_int_equal (PQstatus (fx->conn), CONNECTION_OK);
     //  The schema first, so the waits can LISTEN to its changes.
-    char *error = NULL;
-    int applied = 0;
-    if (mx_migrate_apply (fx->conn, &applied, &error))
-        fail_msg ("migrations: %s", error);
-    mx_testpg_exec (fx->conn, s_watch_sql);
+    fx->conn = mx_testpg_connect_schema (fx->pg, s_watch_sql);
     *state = fx;
     return 0;
 }
