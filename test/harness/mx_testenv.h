@@ -195,6 +195,16 @@ void
 PGconn *
     mx_testpg_connect_schema (mx_testpg_t *pg, const char *watch);
 
+//  A watch for it: a NOTIFY on channel mx_test (payload the table) after
+//  every statement that changes proc_state, LISTENed to; so waits on
+//  processing wake as it moves on.
+#define MX_TESTPG_WATCH_PROC_STATE \
+    "CREATE FUNCTION mx_test_watch () RETURNS trigger LANGUAGE plpgsql AS $$" \
+    " BEGIN PERFORM pg_notify ('mx_test', TG_TABLE_NAME); RETURN NULL; END $$;" \
+    "CREATE TRIGGER mx_test_watch AFTER INSERT OR UPDATE OR DELETE ON proc_state" \
+    " FOR EACH STATEMENT EXECUTE FUNCTION mx_test_watch ();" \
+    "LISTEN mx_test;"
+
 //  On a test's own PostgreSQL connection; any SQL error fails the test.
 void
     mx_testpg_exec (PGconn *conn, const char *sql);

@@ -74,20 +74,6 @@ typedef struct {
     char *answers_path;
 } fixture_t;
 
-//  The test's own connection, LISTENing to changes of proc_state, so that
-//  its waits wake when processing moves on. The schema first (the
-//  daemons migrate as well; the migration lock keeps them apart).
-static void
-s_connect (fixture_t *fx)
-{
-    fx->conn = mx_testpg_connect_schema (fx->pg,
-        "CREATE FUNCTION mx_test_watch () RETURNS trigger LANGUAGE plpgsql AS $$"
-        " BEGIN PERFORM pg_notify ('mx_test', TG_TABLE_NAME); RETURN NULL; END $$;"
-        "CREATE TRIGGER mx_test_watch AFTER INSERT OR UPDATE OR DELETE ON proc_state"
-        " FOR EACH STATEMENT EXECUTE FUNCTION mx_test_watch ();"
-        "LISTEN mx_test;");
-}
-
 //  The environment of one daemon: name tells the admin socket apart.
 static void
 s_env (fixture_t *fx, const char *name, int http_port, int api_port, mx_testdaemon_env_t *env)
@@ -435,7 +421,7 @@ test_read_api (void **state)
     mx_testdaemon_env_t env_a;
     s_env (fx, "a", http_a, api_a, &env_a);
     mx_testproc_t *active = mx_testdaemon_start ("cmd/msgxd", &env_a, "active");
-    s_connect (fx);
+    fx->conn = mx_testpg_connect_schema (fx->pg, MX_TESTPG_WATCH_PROC_STATE);
 
     s_wait_processed (fx);
 
@@ -612,7 +598,7 @@ s_start_gated (fixture_t *fx, const char *name, int http, int api, mx_testdaemon
     for (; extra && *extra; extra++)
         mx_testdaemon_env_add (env, "%s", *extra);
     mx_testproc_t *daemon = mx_testdaemon_start ("test/integration/msgxd-hooked", env, "active");
-    s_connect (fx);
+    fx->conn = mx_testpg_connect_schema (fx->pg, MX_TESTPG_WATCH_PROC_STATE);
     s_wait_processed (fx);
     return daemon;
 }
@@ -897,7 +883,7 @@ test_doc_cache (void **state)
     mx_testdaemon_env_add (&env_b, "MSGX_API_STATEMENT_TIMEOUT=1s");
     mx_testproc_t *active = mx_testdaemon_start ("cmd/msgxd", &env_a, "active");
     mx_testproc_t *standby = mx_testdaemon_start ("cmd/msgxd", &env_b, "standby");
-    s_connect (fx);
+    fx->conn = mx_testpg_connect_schema (fx->pg, MX_TESTPG_WATCH_PROC_STATE);
     s_wait_processed (fx);
 
     //  The processor put what it wrote: the one entry is the flight put last.

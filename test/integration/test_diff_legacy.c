@@ -315,9 +315,7 @@ s_group_setup (void **state)
     fx->pg = mx_testpg_new ();
     fx->mb = mx_testmb_new ();
     fx->dir = mx_testenv_tmpdir ();
-    fx->conn = PQconnectdb (mx_testpg_conninfo (fx->pg));
-    assert_int_equal (PQstatus (fx->conn), CONNECTION_OK);
-    mx_testpg_exec (fx->conn, "LISTEN mx_test");
+    fx->conn = mx_testpg_connect_schema (fx->pg, MX_TESTPG_WATCH_PROC_STATE);
     fx->password_file = zsys_sprintf ("%s/legacy.password", fx->dir);
     char *password = zsys_sprintf ("%s\n", mx_testmb_password (fx->mb));
     s_write (fx->password_file, password);
