@@ -436,14 +436,28 @@ mx_pg_pipeline_send (PGconn *conn, mx_pg_stmt_t *stmts, size_t count, char **err
     for (size_t i = 0; i < count; i++)
         if (stmts [i].res)
             *stmts [i].res = NULL;
+    //  Names are known (or prepared) before: PQprepare is not for pipeline mode.
+    char (*names) [24] = (char (*) [24]) calloc (count + 1, sizeof *names);
+    assert (names);
+    for (size_t i = 0; i < count; i++)
+        if (stmts [i].named
+        &&  s_named_for (conn, stmts [i].sql, stmts [i].nparams, names [i], sizeof names [i], error) < 0) {
+            free (names);
+            return -1;
+        }
     if (PQenterPipelineMode (conn) != 1) {
         s_set_error (error, "cannot enter pipeline mode: %s", PQerrorMessage (conn));
+        free (names);
         return -1;
     }
     for (size_t i = 0; i < count; i++) {
         assert (stmts [i].sql && stmts [i].nparams >= 0 && (stmts [i].nparams == 0 || stmts [i].values));
-        if (PQsendQueryParams (conn, stmts [i].sql, stmts [i].nparams, NULL, stmts [i].values,
-                               NULL, NULL, 0) != 1) {
+        int sent = names [i][0]
+                 ? PQsendQueryPrepared (conn, names [i], stmts [i].nparams, stmts [i].values, NULL, NULL, 0)
+                 : PQsendQueryParams (conn, stmts [i].sql, stmts [i].nparams, NULL, stmts [i].values,
+                                      NULL, NULL, 0);
+        if (sent != 1) {
+            free (names);
             char excerpt [S_SQL_EXCERPT + 8];
             s_sql_excerpt (stmts [i].sql, excerpt, sizeof excerpt);
             s_set_error (error, "cannot send \"%s\": %s", excerpt, PQerrorMessage (conn));
@@ -461,6 +475,7 @@ mx_pg_pipeline_send (PGconn *conn, mx_pg_stmt_t *stmts, size_t count, char **err
             return -1;
         }
     }
+    free (names);
     if (PQpipelineSync (conn) != 1) {
         s_set_error (error, "cannot send a pipeline: %s", PQerrorMessage (conn));
         char *ignored = NULL;

@@ -102,12 +102,14 @@ int
     mx_pg_commit_result (PGconn *conn, char **error);
 //  One statement of a pipeline. res, if not NULL, takes its result when
 //  the statement succeeded, also when a later one failed (the caller
-//  PQclear's it); NULL otherwise.
+//  PQclear's it); NULL otherwise. named: run by name as mx_pg_exec_named
+//  does (sql then a literal), prepared before the pipeline the first time.
 typedef struct {
     const char *sql;
     int nparams;
     const char *const *values;
     PGresult **res;
+    bool named;
 } mx_pg_stmt_t;
 
 //  Runs the statements in one round trip (libpq pipeline mode: all sent,

@@ -104,20 +104,20 @@ mx_procstate_enqueue (PGconn *conn, const int64_t *ids, const int64_t *received,
     PGresult *res = NULL;
     mx_pg_stmt_t stmts [6];
     size_t n = 0;
-    stmts [n++] = (mx_pg_stmt_t) { "BEGIN", 0, NULL, NULL };
-    stmts [n++] = (mx_pg_stmt_t) { "SET LOCAL synchronous_commit = off", 0, NULL, NULL };
+    stmts [n++] = (mx_pg_stmt_t) { "BEGIN", 0, NULL, NULL, false };
+    stmts [n++] = (mx_pg_stmt_t) { "SET LOCAL synchronous_commit = off", 0, NULL, NULL, false };
     if (count > 0)
         stmts [n++] = (mx_pg_stmt_t) {
             "INSERT INTO proc_state (msg_id, state, source, received_at, created_at, updated_at)"
             " SELECT id, 'PENDING', 'poll', to_timestamp (received / 1000.0), " TS (3) ", " TS (3)
             " FROM unnest ($1::bigint[], $2::bigint[]) AS t (id, received)"
-            " ON CONFLICT (msg_id) DO NOTHING", 3, insert_params, &res };
+            " ON CONFLICT (msg_id) DO NOTHING", 3, insert_params, &res, true };
     if (released_from > 0)
         stmts [n++] = (mx_pg_stmt_t) { "INSERT INTO released_hole (id_from, id_to, released_at)"
-                                       " VALUES ($1, $2, " TS (3) ")", 3, hole_params, NULL };
+                                       " VALUES ($1, $2, " TS (3) ")", 3, hole_params, NULL, true };
     stmts [n++] = (mx_pg_stmt_t) { "UPDATE inbox_cursor SET committed_up_to = $1, hole_since = " TS (2)
-                                   ", updated_at = " TS (3), 3, cursor_params, NULL };
-    stmts [n++] = (mx_pg_stmt_t) { "COMMIT", 0, NULL, NULL };
+                                   ", updated_at = " TS (3), 3, cursor_params, NULL, true };
+    stmts [n++] = (mx_pg_stmt_t) { "COMMIT", 0, NULL, NULL, false };
     int rc = mx_pg_pipeline (conn, stmts, n, NULL, error);
     free (id_array);
     free (received_array);
@@ -274,12 +274,12 @@ mx_procstate_batch_start (PGconn *conn, int64_t head, int64_t *ids, size_t max, 
     //  batch's own BEGIN.
     PGresult *res = NULL;
     mx_pg_stmt_t look [] = {
-        { "BEGIN", 0, NULL, NULL },
-        { "SET LOCAL synchronous_commit = off", 0, NULL, NULL },
+        { "BEGIN", 0, NULL, NULL, false },
+        { "SET LOCAL synchronous_commit = off", 0, NULL, NULL, false },
         { "SELECT msg_id, state = 'PENDING' AND msg_id <= (SELECT committed_up_to FROM inbox_cursor),"
           " EXISTS (SELECT 1 FROM proc_suspect s WHERE s.msg_id = proc_state.msg_id)"
           " FROM proc_state WHERE state IN ('PENDING', 'FAILED') AND msg_id >= $1::bigint"
-          " ORDER BY msg_id LIMIT $2::bigint", 2, params, &res }
+          " ORDER BY msg_id LIMIT $2::bigint", 2, params, &res, true }
     };
     if (mx_pg_pipeline (conn, look, sizeof look / sizeof look [0], NULL, error))
         goto failed;
@@ -309,9 +309,9 @@ mx_procstate_batch_start (PGconn *conn, int64_t head, int64_t *ids, size_t max, 
           "   updated_at = " TS (3) " WHERE msg_id = $1 AND processing_started_at IS NULL"
           "   AND state IN ('PENDING', 'FAILED'))"
           " INSERT INTO proc_start (first_id, last_id, started_at) VALUES ($1, $2, " TS (3) ")"
-          " RETURNING id", 3, insert_params, &res },
-        { "COMMIT", 0, NULL, NULL },
-        { "BEGIN", 0, NULL, NULL }
+          " RETURNING id", 3, insert_params, &res, true },
+        { "COMMIT", 0, NULL, NULL, false },
+        { "BEGIN", 0, NULL, NULL, false }
     };
     size_t skip = *count > 0 ? 0 : 1, done = 0;
     int rc = mx_pg_pipeline (conn, record + skip, sizeof record / sizeof record [0] - skip, &done, error);
@@ -357,9 +357,9 @@ mx_procstate_batch_commit_send (PGconn *conn, int64_t journal, mx_procstate_comm
     if (journal) {
         commit->params [0] = mx_pg_int64_text (journal, commit->journal);
         commit->stmts [commit->count++] = (mx_pg_stmt_t) { "DELETE FROM proc_start WHERE id = $1", 1,
-                                                           commit->params, NULL };
+                                                           commit->params, NULL, true };
     }
-    commit->stmts [commit->count++] = (mx_pg_stmt_t) { "COMMIT", 0, NULL, NULL };
+    commit->stmts [commit->count++] = (mx_pg_stmt_t) { "COMMIT", 0, NULL, NULL, false };
     if (mx_pg_pipeline_send (conn, commit->stmts, commit->count, error)) {
         char *ignored = NULL;
         mx_pg_rollback (conn, &ignored);

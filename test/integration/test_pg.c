@@ -375,11 +375,11 @@ test_pipeline (void **state)
     const char *one [] = { "1" }, *two [] = { "2" };
     PGresult *inserted = NULL, *read = NULL;
     mx_pg_stmt_t ok [] = {
-        { "BEGIN", 0, NULL, NULL },
-        { "SET LOCAL synchronous_commit = off", 0, NULL, NULL },
-        { "INSERT INTO p VALUES ($1), ($1::integer + 10)", 1, one, &inserted },
-        { "SELECT current_setting ('synchronous_commit'), count(*) FROM p WHERE v > $1", 1, one, &read },
-        { "COMMIT", 0, NULL, NULL }
+        { "BEGIN", 0, NULL, NULL, false },
+        { "SET LOCAL synchronous_commit = off", 0, NULL, NULL, false },
+        { "INSERT INTO p VALUES ($1), ($1::integer + 10)", 1, one, &inserted, false },
+        { "SELECT current_setting ('synchronous_commit'), count(*) FROM p WHERE v > $1", 1, one, &read, false },
+        { "COMMIT", 0, NULL, NULL, false }
     };
     size_t done = 99;
     assert_int_equal (mx_pg_pipeline (conn, ok, 5, &done, &error), 0);
@@ -399,11 +399,11 @@ test_pipeline (void **state)
     //  The duplicate fails: the INSERT after it and the COMMIT are skipped,
     //  the transaction is left open and failed for the caller to roll back.
     mx_pg_stmt_t failing [] = {
-        { "BEGIN", 0, NULL, NULL },
-        { "INSERT INTO p VALUES ($1)", 1, two, &inserted },
-        { "INSERT INTO p VALUES ($1)", 1, one, NULL },
-        { "INSERT INTO p VALUES ($1::integer + 100)", 1, two, NULL },
-        { "COMMIT", 0, NULL, NULL }
+        { "BEGIN", 0, NULL, NULL, false },
+        { "INSERT INTO p VALUES ($1)", 1, two, &inserted, false },
+        { "INSERT INTO p VALUES ($1)", 1, one, NULL, false },
+        { "INSERT INTO p VALUES ($1::integer + 100)", 1, two, NULL, false },
+        { "COMMIT", 0, NULL, NULL, false }
     };
     assert_int_equal (mx_pg_pipeline (conn, failing, 5, &done, &error), -1);
     assert_int_equal (done, 2);
@@ -424,7 +424,7 @@ test_pipeline (void **state)
     assert_int_equal (mx_pg_exec (conn, "INSERT INTO p VALUES (1)", 0, NULL, NULL, &error), -1);
     free (error);
     error = NULL;
-    mx_pg_stmt_t commit [] = { { "COMMIT", 0, NULL, NULL } };
+    mx_pg_stmt_t commit [] = { { "COMMIT", 0, NULL, NULL, false } };
     assert_int_equal (mx_pg_pipeline (conn, commit, 1, &done, &error), -1);
     assert_int_equal (done, 0);
     assert_non_null (strstr (error, "rolled back"));
@@ -434,14 +434,30 @@ test_pipeline (void **state)
 
     //  The two halves, with work between them.
     mx_pg_stmt_t halves [] = {
-        { "INSERT INTO p VALUES ($1)", 1, two, NULL },
-        { "SELECT count(*) FROM p", 0, NULL, &read }
+        { "INSERT INTO p VALUES ($1)", 1, two, NULL, false },
+        { "SELECT count(*) FROM p", 0, NULL, &read, false }
     };
     assert_int_equal (mx_pg_pipeline_send (conn, halves, 2, &error), 0);
     assert_int_equal (mx_pg_pipeline_result (conn, halves, 2, &done, &error), 0);
     assert_int_equal (done, 2);
     assert_string_equal (PQgetvalue (read, 0, 0), "3");
     PQclear (read);
+
+    //  A named statement in a pipeline: prepared the first time, by name
+    //  after that.
+    static const char *named_sql = "SELECT count(*) FROM p WHERE v >= $1::integer";
+    for (int round = 0; round < 2; round++) {
+        mx_pg_stmt_t named [] = {
+            { "INSERT INTO p VALUES ($1::integer + 20 + $2::integer)", 2, (const char *[]) { "2", round ? "1" : "0" },
+              NULL, false },
+            { named_sql, 1, two, &read, true }
+        };
+        assert_int_equal (mx_pg_pipeline (conn, named, 2, &done, &error), 0);
+        assert_int_equal (done, 2);
+        assert_int_equal (mx_pg_get_int64 (read, 0, 0), 3 + round);
+        PQclear (read);
+    }
+    mx_testpg_expect (conn, "SELECT count(*) FROM pg_prepared_statements WHERE name LIKE 'mxp%'", "1");
     mx_pg_disconnect (&conn);
 }
 
