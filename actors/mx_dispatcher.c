@@ -37,8 +37,9 @@ typedef struct {
     bool durable;               //  the session's synchronous_commit (s_durable)
     int64_t next_round;
     //  Where a batch's time goes, for the debug log (zclock_usecs): the
-    //  first wake-up it answers, its take, its send.
-    int64_t woken_at, take_at, taken_at, sent_at;
+    //  first wake-up not yet answered by a take, the one the batch out
+    //  answers, its take, its send.
+    int64_t woken_at, answers, take_at, taken_at, sent_at;
     zlist_t *admin_waiting;     //  ADMIN requests (zmsg_t) held while a batch is out
     mx_problem_t problem;
     mx_metrics_counter_t *sent_total;
@@ -179,9 +180,8 @@ s_settle (void *owner, const mx_outbox_batch_t *batch, const mx_delivery_slot_t 
                                 "last", (json_int_t) batch->events [prefix - 1].event_id),
                      "%zu events delivered (us: wake-up to take %" PRId64 ", take %" PRId64 ", send %" PRId64
                      ", acknowledged %" PRId64 ", marked %" PRId64 ")", prefix,
-                     self->woken_at ? self->take_at - self->woken_at : 0, self->taken_at - self->take_at,
+                     self->answers ? self->take_at - self->answers : 0, self->taken_at - self->take_at,
                      self->sent_at - self->taken_at, acked_at - self->sent_at, zclock_usecs () - acked_at);
-    self->woken_at = 0;
 }
 
 static void
@@ -196,6 +196,8 @@ s_round (s_dispatcher_t *self)
     mx_outbox_batch_t *batch = NULL;
     char *error = NULL;
     self->take_at = zclock_usecs ();
+    self->answers = self->woken_at;
+    self->woken_at = 0;
     if (mx_outbox_take (self->pg, self->target, (size_t) self->config->pipeline_delivery_batch, now,
                         &batch, &error)) {
         mx_problem_report (&self->problem, "cannot read the outbox", error);
@@ -212,7 +214,6 @@ s_round (s_dispatcher_t *self)
                          : now + self->config->pipeline_poll_interval;
         self->rounds = 0;
         mx_outbox_batch_destroy (&batch);
-        self->woken_at = 0;
         return;
     }
     self->taken_at = zclock_usecs ();
