@@ -528,6 +528,29 @@ test_connection_lost (void **state)
     assert_true (mx_pg_is_connection_error (victim));
     assert_false (mx_pg_is_connection_error (killer));
     mx_pg_disconnect (&victim);
+
+    //  The same for a pipeline: a failure with one line, no result left
+    //  for the caller, nothing hangs.
+    victim = s_connect ("pipeline victim", 5000);
+    snprintf (pid, sizeof pid, "%d", PQbackendPID (victim));
+    assert_int_equal (mx_pg_exec (killer, "SELECT pg_terminate_backend ($1::int, 30000)",
+                                  1, params, &res, &error), 0);
+    PQclear (res);
+    PGresult *read = NULL;
+    mx_pg_stmt_t stmts [] = {
+        { "BEGIN", 0, NULL, NULL, false },
+        { "SELECT 1", 0, NULL, &read, true },
+        { "COMMIT", 0, NULL, NULL, false }
+    };
+    size_t done = 99;
+    assert_int_equal (mx_pg_pipeline (victim, stmts, 3, &done, &error), -1);
+    assert_int_equal (done, 0);
+    assert_null (read);
+    assert_non_null (error);
+    assert_null (strchr (error, '\n'));
+    free (error);
+    assert_true (mx_pg_is_connection_error (victim));
+    mx_pg_disconnect (&victim);
     mx_pg_disconnect (&killer);
 }
 
