@@ -864,14 +864,28 @@ s_bulk_read (s_processor_t *self, s_bulk_t *bulk, char **error)
         bulk->ahead->raw = NULL;
     }
     if (!bulk->ahead) {
-        int64_t until = 0;
-        if (mx_mailbox_read_range (self->mailbox, bulk->ids [0], bulk->ids [bulk->count - 1],
-                                   (size_t) self->config->codec_max_message_bytes,
-                                   (size_t) self->config->pipeline_batch_bytes,
-                                   &bulk->raw, &bulk->raw_count, &until, error))
+        //  The rows' states are read while the mailbox is: for every id
+        //  asked, the byte budget may cut the batch after.
+        if (mx_bulk_start_send (self->pg, bulk->ids, bulk->count, error))
             return -1;
+        int64_t until = 0;
+        char *read_error = NULL;
+        int read_rc = mx_mailbox_read_range (self->mailbox, bulk->ids [0], bulk->ids [bulk->count - 1],
+                                             (size_t) self->config->codec_max_message_bytes,
+                                             (size_t) self->config->pipeline_batch_bytes,
+                                             &bulk->raw, &bulk->raw_count, &until, &read_error);
+        //  Taken whatever the read gave: the connection is busy until then.
+        if (mx_bulk_start_result (self->pg, bulk->ids, bulk->count, bulk->states, bulk->attempts, error)) {
+            free (read_error);
+            return -1;
+        }
+        if (read_rc) {
+            *error = read_error;
+            return -1;
+        }
         bulk->count = s_ids_before (bulk->ids, bulk->count, until);
     }
+    else
     if (mx_bulk_start (self->pg, bulk->ids, bulk->count, bulk->states, bulk->attempts, error))
         return -1;
     return s_bulk_retained (self, bulk, error);
