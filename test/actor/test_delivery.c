@@ -489,6 +489,8 @@ test_dispatcher_at_least_once_lost_acknowledgement_resends_same_event_ids (void 
     s_start (fx, "dispatcher", mx_dispatcher_actor);
     //  One delivery first, so the producer is ready when the answers stall.
     int64_t warm = s_event (fx, "KAFKA:msg", 200, 1);
+    //  The start-up sweep may have run before the row was committed.
+    s_wake (fx);
     char sql [256];
     snprintf (sql, sizeof sql, "SELECT state = 'SENT' FROM msg_event WHERE event_id = %" PRId64, warm);
     mx_testpg_wait (fx->conn, sql);
@@ -651,6 +653,8 @@ static void
 s_stalled_batch (fixture_t *fx, int64_t base, int64_t ids [4], int64_t *one, int64_t *two)
 {
     int64_t warm = s_event (fx, "KAFKA:msg", base, 1);
+    //  The start-up sweep may have run before the row was committed.
+    s_wake (fx);
     char sql [256];
     snprintf (sql, sizeof sql, "SELECT state = 'SENT' FROM msg_event WHERE event_id = %" PRId64, warm);
     mx_testpg_wait (fx->conn, sql);
