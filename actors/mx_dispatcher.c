@@ -36,6 +36,10 @@ typedef struct {
     bool woken;                 //  EVENTS_COMMITTED while the batch was out
     bool durable;               //  the session's synchronous_commit (s_durable)
     int64_t next_round;
+    //  Where a batch's time goes, for the debug log (zclock_usecs): the
+    //  first wake-up not yet answered by a take, the one the batch out
+    //  answers, its take, its send.
+    int64_t woken_at, answers, take_at, taken_at, sent_at;
     zlist_t *admin_waiting;     //  ADMIN requests (zmsg_t) held while a batch is out
     mx_problem_t problem;
     mx_metrics_counter_t *sent_total;
@@ -98,6 +102,7 @@ s_settle (void *owner, const mx_outbox_batch_t *batch, const mx_delivery_slot_t 
 {
     s_dispatcher_t *self = (s_dispatcher_t *) owner;
     int64_t now = mx_clock_now (self->clock);
+    int64_t acked_at = zclock_usecs ();
     size_t prefix = 0;
     while (prefix < batch->count && slots [prefix].state == MX_SLOT_ACKED)
         prefix++;
@@ -173,7 +178,10 @@ s_settle (void *owner, const mx_outbox_batch_t *batch, const mx_delivery_slot_t 
         mx_log_emit (MX_LOG_DEBUG, ACTOR,
                      json_pack ("{s:I,s:I}", "first", (json_int_t) batch->events [0].event_id,
                                 "last", (json_int_t) batch->events [prefix - 1].event_id),
-                     "%zu events delivered", prefix);
+                     "%zu events delivered (us: wake-up to take %" PRId64 ", take %" PRId64 ", send %" PRId64
+                     ", acknowledged %" PRId64 ", marked %" PRId64 ")", prefix,
+                     self->answers ? self->take_at - self->answers : 0, self->taken_at - self->take_at,
+                     self->sent_at - self->taken_at, acked_at - self->sent_at, zclock_usecs () - acked_at);
 }
 
 static void
@@ -187,6 +195,9 @@ s_round (s_dispatcher_t *self)
     }
     mx_outbox_batch_t *batch = NULL;
     char *error = NULL;
+    self->take_at = zclock_usecs ();
+    self->answers = self->woken_at;
+    self->woken_at = 0;
     if (mx_outbox_take (self->pg, self->target, (size_t) self->config->pipeline_delivery_batch, now,
                         &batch, &error)) {
         mx_problem_report (&self->problem, "cannot read the outbox", error);
@@ -205,7 +216,9 @@ s_round (s_dispatcher_t *self)
         mx_outbox_batch_destroy (&batch);
         return;
     }
+    self->taken_at = zclock_usecs ();
     mx_delivery_send (self->delivery, batch);
+    self->sent_at = zclock_usecs ();
 }
 
 //  ---------------------------------------------------------------------
@@ -374,6 +387,8 @@ s_command (void *self_, mx_cmd_t cmd, zmsg_t *rest)
             break;
         }
         case MX_CMD_EVENTS_COMMITTED:
+            if (!self->woken_at)
+                self->woken_at = zclock_usecs ();
             if (mx_delivery_busy (self->delivery))
                 self->woken = true;
             else

@@ -859,14 +859,28 @@ s_bulk_read (s_processor_t *self, s_bulk_t *bulk, char **error)
         bulk->ahead->raw = NULL;
     }
     if (!bulk->ahead) {
-        int64_t until = 0;
-        if (mx_mailbox_read_range (self->mailbox, bulk->ids [0], bulk->ids [bulk->count - 1],
-                                   (size_t) self->config->codec_max_message_bytes,
-                                   (size_t) self->config->pipeline_batch_bytes,
-                                   &bulk->raw, &bulk->raw_count, &until, error))
+        //  The rows' states are read while the mailbox is: for every id
+        //  asked, the byte budget may cut the batch after.
+        if (mx_bulk_start_send (self->pg, bulk->ids, bulk->count, error))
             return -1;
+        int64_t until = 0;
+        char *read_error = NULL;
+        int read_rc = mx_mailbox_read_range (self->mailbox, bulk->ids [0], bulk->ids [bulk->count - 1],
+                                             (size_t) self->config->codec_max_message_bytes,
+                                             (size_t) self->config->pipeline_batch_bytes,
+                                             &bulk->raw, &bulk->raw_count, &until, &read_error);
+        //  Taken whatever the read gave: the connection is busy until then.
+        if (mx_bulk_start_result (self->pg, bulk->ids, bulk->count, bulk->states, bulk->attempts, error)) {
+            free (read_error);
+            return -1;
+        }
+        if (read_rc) {
+            *error = read_error;
+            return -1;
+        }
         bulk->count = s_ids_before (bulk->ids, bulk->count, until);
     }
+    else
     if (mx_bulk_start (self->pg, bulk->ids, bulk->count, bulk->states, bulk->attempts, error))
         return -1;
     return s_bulk_retained (self, bulk, error);
@@ -1139,12 +1153,12 @@ s_process_batch (s_processor_t *self, int64_t head)
     size_t count = 0, done = 0;
     int64_t journal = 0;
     //  The start is recorded and committed before the work: a crash or a
-    //  hang during this batch leaves it behind.
+    //  hang during this batch leaves it behind. The batch's transaction is
+    //  then open.
     if (s_pg (self, &error)
     ||  mx_procstate_batch_start (self->pg, head, ids, self->batch_hint && self->batch_hint < limit
                                                      ? self->batch_hint : limit,
-                                  &count, mx_clock_now (self->clock), &journal, &error)
-    ||  mx_pg_begin (self->pg, &error)) {
+                                  &count, mx_clock_now (self->clock), &journal, &error)) {
         mx_warn (ACTOR, "PostgreSQL unusable: %s", error);
         free (error);
         s_batch_abandoned (self, journal);
@@ -1205,30 +1219,19 @@ s_process_batch (s_processor_t *self, int64_t head)
         free (ids);
         return "UNKNOWN";
     }
-    //  The start record goes with the outcomes.
-    if (journal && mx_procstate_batch_end (self->pg, journal, &error)) {
-        mx_warn (ACTOR, "cannot delete the start record of the batch at %" PRId64 ": %s; it rolls back", head, error);
-        free (error);
-        error = NULL;
-        zlistx_purge (self->flights_owed);
-        char *ignored = NULL;
-        mx_pg_rollback (self->pg, &ignored);
-        free (ignored);
-        s_batch_abandoned (self, journal);
-        free (ids);
-        return "UNKNOWN";
-    }
     //  A full batch says a backlog: the next messages are read and decoded
     //  while the server commits this one.
     at_commit = zclock_usecs ();
     s_doc_write_t doc_write;
     s_doc_write_begin (self, &doc_write);
-    int commit_rc = mx_pg_commit_send (self->pg, &error);
+    //  The start record goes with the outcomes, in the commit's round trip.
+    mx_procstate_commit_t commit;
+    int commit_rc = mx_procstate_batch_commit_send (self->pg, journal, &commit, &error);
     if (commit_rc == 0) {
         if (limit > 1 && done == limit && !(self->ahead && self->ahead->after == last))
             s_ahead_read (self, last);
         s_ahead_decode (self, self->pg);
-        commit_rc = mx_pg_commit_result (self->pg, &error);
+        commit_rc = mx_procstate_batch_commit_result (self->pg, &commit, &error);
     }
     if (commit_rc)
         zlistx_purge (self->flights_owed);

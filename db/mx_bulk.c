@@ -60,21 +60,34 @@ mx_bulk_int_array (const int64_t *values, size_t count)
     return text;
 }
 
+//  One index probe per id: a plan from stale statistics could otherwise
+//  scan the whole backlog for each batch.
+#define S_START_SQL \
+    "SELECT p.msg_id, p.state, p.attempts FROM unnest ($1::bigint[]) AS w (wanted)" \
+    " CROSS JOIN LATERAL (SELECT msg_id, state, attempts FROM proc_state" \
+    "                     WHERE msg_id = w.wanted LIMIT 1) AS p"
+
 int
-mx_bulk_start (PGconn *conn, const int64_t *ids, size_t count, int *states, int *attempts, char **error)
+mx_bulk_start_send (PGconn *conn, const int64_t *ids, size_t count, char **error)
 {
     char *id_array = mx_bulk_int_array (ids, count);
     const char *params [] = { id_array };
-    PGresult *res = NULL;
-    //  One index probe per id: a plan from stale statistics could otherwise
-    //  scan the whole backlog for each batch.
-    int rc = mx_pg_exec (conn,
-        "SELECT p.msg_id, p.state, p.attempts FROM unnest ($1::bigint[]) AS w (wanted)"
-        " CROSS JOIN LATERAL (SELECT msg_id, state, attempts FROM proc_state"
-        "                     WHERE msg_id = w.wanted LIMIT 1) AS p",
-        1, params, &res, error);
+    int rc = 0;
+    if (PQsendQueryParams (conn, S_START_SQL, 1, NULL, params, NULL, NULL, 0) != 1) {
+        if (asprintf (error, "cannot send the batch's states query: %s", PQerrorMessage (conn)) < 0)
+            *error = NULL;
+        rc = -1;
+    }
     free (id_array);
-    if (rc)
+    return rc;
+}
+
+int
+mx_bulk_start_result (PGconn *conn, const int64_t *ids, size_t count, int *states, int *attempts,
+                      char **error)
+{
+    PGresult *res = NULL;
+    if (mx_pg_take (conn, S_START_SQL, &res, error))
         return -1;
     static const char *names [] = { "PENDING", "FAILED", "SUCCEEDED", "SKIPPED", "DEAD" };
     for (size_t i = 0; i < count; i++)
@@ -91,6 +104,14 @@ mx_bulk_start (PGconn *conn, const int64_t *ids, size_t count, int *states, int 
     }
     PQclear (res);
     return 0;
+}
+
+int
+mx_bulk_start (PGconn *conn, const int64_t *ids, size_t count, int *states, int *attempts, char **error)
+{
+    if (mx_bulk_start_send (conn, ids, count, error))
+        return -1;
+    return mx_bulk_start_result (conn, ids, count, states, attempts, error);
 }
 
 int

@@ -22,6 +22,12 @@ char *mx_bulk_int_array (const int64_t *values, size_t count);
 //  mx_bulk_finish_send records the start time with the outcome.
 int mx_bulk_start (PGconn *conn, const int64_t *ids, size_t count, int *states, int *attempts,
                    char **error);
+//  The same in two halves, for work done while the server answers (the
+//  mailbox read of the batch): after a successful send the connection runs
+//  nothing until the result has been taken.
+int mx_bulk_start_send (PGconn *conn, const int64_t *ids, size_t count, char **error);
+int mx_bulk_start_result (PGconn *conn, const int64_t *ids, size_t count, int *states, int *attempts,
+                          char **error);
 
 //  Bind identities (the keys of messages in msg_id order) in the identity
 //  table: holders [i] gets the msg_id holding keys [i] afterwards (ids [i]

@@ -239,14 +239,57 @@ mx_pg_exec (PGconn *conn, const char *sql, int nparams,
     return s_checked (conn, PQexecParams (conn, sql, nparams, NULL, values, NULL, NULL, 0), sql, res_out, error);
 }
 
-int
-mx_pg_exec_rows (PGconn *conn, const char *sql, int nparams,
-                 const char *const *values, mx_pg_row_fn *row, void *arg, char **error)
+//  Statements run by name: a handful of texts each actor runs again and
+//  again (the dispatcher's take and SENT mark) cost more to parse and plan
+//  than to run. Prepared once per connection, remembered per thread (a
+//  connection is used by one thread) and forgotten when the connection is
+//  another. Bounded: past the limit, texts run unnamed.
+#define S_NAMED_MAX 32
+
+typedef struct {
+    PGconn *conn;
+    int backend_pid;
+    size_t count;
+    const char *sql [S_NAMED_MAX];
+} s_named_t;
+
+static __thread s_named_t s_named;
+
+//  Into name the name of sql on conn, prepared first when new. 1 named,
+//  0 past the bound (run it unnamed), -1 the prepare failed (*error).
+static int
+s_named_for (PGconn *conn, const char *sql, int nparams, char *name, size_t size, char **error)
+{
+    int pid = PQbackendPID (conn);
+    if (s_named.conn != conn || s_named.backend_pid != pid) {
+        s_named.conn = conn;
+        s_named.backend_pid = pid;
+        s_named.count = 0;
+    }
+    for (size_t i = 0; i < s_named.count; i++)
+        if (s_named.sql [i] == sql || strcmp (s_named.sql [i], sql) == 0) {
+            snprintf (name, size, "mxp%zu", i);
+            return 1;
+        }
+    if (s_named.count == S_NAMED_MAX)
+        return 0;
+    snprintf (name, size, "mxp%zu", s_named.count);
+    if (s_checked (conn, PQprepare (conn, name, sql, nparams, NULL), sql, NULL, error))
+        return -1;
+    s_named.sql [s_named.count++] = sql;
+    return 1;
+}
+
+static int
+s_exec_rows (PGconn *conn, const char *name, const char *sql, int nparams,
+             const char *const *values, mx_pg_row_fn *row, void *arg, char **error)
 {
     assert (conn && sql && row);
     assert (nparams >= 0);
     assert (nparams == 0 || values);
-    if (PQsendQueryParams (conn, sql, nparams, NULL, values, NULL, NULL, 0) != 1)
+    int sent = name ? PQsendQueryPrepared (conn, name, nparams, values, NULL, NULL, 0)
+                    : PQsendQueryParams (conn, sql, nparams, NULL, values, NULL, NULL, 0);
+    if (sent != 1)
         return s_checked (conn, NULL, sql, NULL, error);
     //  Refused only when it comes too late; the rows then come in one
     //  result, handed over the same way.
@@ -264,6 +307,43 @@ mx_pg_exec_rows (PGconn *conn, const char *sql, int nparams,
         PQclear (res);
     }
     return rc;
+}
+
+int
+mx_pg_exec_rows (PGconn *conn, const char *sql, int nparams,
+                 const char *const *values, mx_pg_row_fn *row, void *arg, char **error)
+{
+    return s_exec_rows (conn, NULL, sql, nparams, values, row, arg, error);
+}
+
+int
+mx_pg_exec_rows_named (PGconn *conn, const char *sql, int nparams,
+                       const char *const *values, mx_pg_row_fn *row, void *arg, char **error)
+{
+    assert (conn && sql);
+    char name [24];
+    int named = s_named_for (conn, sql, nparams, name, sizeof name, error);
+    if (named < 0)
+        return -1;
+    return s_exec_rows (conn, named ? name : NULL, sql, nparams, values, row, arg, error);
+}
+
+int
+mx_pg_exec_named (PGconn *conn, const char *sql, int nparams,
+                  const char *const *values, PGresult **res_out, char **error)
+{
+    assert (conn && sql);
+    assert (nparams >= 0);
+    assert (nparams == 0 || values);
+    if (res_out)
+        *res_out = NULL;
+    char name [24];
+    int named = s_named_for (conn, sql, nparams, name, sizeof name, error);
+    if (named < 0)
+        return -1;
+    if (!named)
+        return mx_pg_exec (conn, sql, nparams, values, res_out, error);
+    return s_checked (conn, PQexecPrepared (conn, name, nparams, values, NULL, NULL, 0), sql, res_out, error);
 }
 
 int
@@ -328,6 +408,143 @@ int
 mx_pg_commit (PGconn *conn, char **error)
 {
     return mx_pg_commit_send (conn, error) ? -1 : mx_pg_commit_result (conn, error);
+}
+
+//  Reads up to the Sync's own result (a lost connection ends with NULL)
+//  and leaves pipeline mode.
+static int
+s_pipeline_leave (PGconn *conn, char **error)
+{
+    PGresult *res;
+    while ((res = PQgetResult (conn)) != NULL) {
+        ExecStatusType status = PQresultStatus (res);
+        PQclear (res);
+        if (status == PGRES_PIPELINE_SYNC)
+            break;
+    }
+    if (PQexitPipelineMode (conn) != 1) {
+        s_set_error (error, "cannot leave pipeline mode: %s", PQerrorMessage (conn));
+        return -1;
+    }
+    return 0;
+}
+
+int
+mx_pg_pipeline_send (PGconn *conn, mx_pg_stmt_t *stmts, size_t count, char **error)
+{
+    assert (conn && (stmts || count == 0));
+    for (size_t i = 0; i < count; i++)
+        if (stmts [i].res)
+            *stmts [i].res = NULL;
+    //  Names are known (or prepared) before: PQprepare is not for pipeline mode.
+    char (*names) [24] = (char (*) [24]) calloc (count + 1, sizeof *names);
+    assert (names);
+    for (size_t i = 0; i < count; i++)
+        if (stmts [i].named
+        &&  s_named_for (conn, stmts [i].sql, stmts [i].nparams, names [i], sizeof names [i], error) < 0) {
+            free (names);
+            return -1;
+        }
+    if (PQenterPipelineMode (conn) != 1) {
+        s_set_error (error, "cannot enter pipeline mode: %s", PQerrorMessage (conn));
+        free (names);
+        return -1;
+    }
+    for (size_t i = 0; i < count; i++) {
+        assert (stmts [i].sql && stmts [i].nparams >= 0 && (stmts [i].nparams == 0 || stmts [i].values));
+        int sent = names [i][0]
+                 ? PQsendQueryPrepared (conn, names [i], stmts [i].nparams, stmts [i].values, NULL, NULL, 0)
+                 : PQsendQueryParams (conn, stmts [i].sql, stmts [i].nparams, NULL, stmts [i].values,
+                                      NULL, NULL, 0);
+        if (sent != 1) {
+            free (names);
+            char excerpt [S_SQL_EXCERPT + 8];
+            s_sql_excerpt (stmts [i].sql, excerpt, sizeof excerpt);
+            s_set_error (error, "cannot send \"%s\": %s", excerpt, PQerrorMessage (conn));
+            //  What went is ended by a Sync and read away, so the
+            //  connection leaves pipeline mode usable (or is lost).
+            if (PQpipelineSync (conn) == 1)
+                for (size_t k = 0; k < i; k++) {
+                    PGresult *res;
+                    while ((res = PQgetResult (conn)) != NULL)
+                        PQclear (res);
+                }
+            char *ignored = NULL;
+            s_pipeline_leave (conn, &ignored);
+            free (ignored);
+            return -1;
+        }
+    }
+    free (names);
+    if (PQpipelineSync (conn) != 1) {
+        s_set_error (error, "cannot send a pipeline: %s", PQerrorMessage (conn));
+        char *ignored = NULL;
+        s_pipeline_leave (conn, &ignored);
+        free (ignored);
+        return -1;
+    }
+    return 0;
+}
+
+int
+mx_pg_pipeline_result (PGconn *conn, mx_pg_stmt_t *stmts, size_t count, size_t *done, char **error)
+{
+    assert (conn && (stmts || count == 0));
+    int rc = 0;
+    size_t ok = 0;
+    for (size_t i = 0; i < count; i++) {
+        PGresult *res = PQgetResult (conn);
+        if (!res) {
+            //  Lost: nothing more comes.
+            if (rc == 0)
+                rc = s_checked (conn, NULL, stmts [i].sql, NULL, error);
+            break;
+        }
+        PGresult *more;
+        while ((more = PQgetResult (conn)) != NULL)
+            PQclear (more);
+        if (rc) {
+            PQclear (res);      //  skipped by the server (PIPELINE_ABORTED)
+            continue;
+        }
+        if (mx_pg_check (conn, res, stmts [i].sql, error))
+            rc = -1;
+        else
+        if (strcmp (stmts [i].sql, "COMMIT") == 0 && strcmp (PQcmdStatus (res), "ROLLBACK") == 0) {
+            s_set_error (error, "COMMIT failed: the transaction had failed and was rolled back");
+            rc = -1;
+        }
+        if (rc == 0 && stmts [i].res) {
+            *stmts [i].res = res;
+            res = NULL;
+        }
+        PQclear (res);
+        if (rc == 0)
+            ok++;
+    }
+    char *left = NULL;
+    if (s_pipeline_leave (conn, &left) && rc == 0) {
+        rc = -1;
+        if (error)
+            *error = left;
+        else
+            free (left);
+    }
+    else
+        free (left);
+    if (done)
+        *done = ok;
+    return rc;
+}
+
+int
+mx_pg_pipeline (PGconn *conn, mx_pg_stmt_t *stmts, size_t count, size_t *done, char **error)
+{
+    if (done)
+        *done = 0;
+    if (mx_pg_pipeline_send (conn, stmts, count, error))
+        return -1;
+    return mx_pg_pipeline_result (conn, stmts, count, done, error);
 }
 
 int

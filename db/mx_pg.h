@@ -54,6 +54,17 @@ int
     mx_pg_exec_rows (PGconn *conn, const char *sql, int nparams,
                      const char *const *values, mx_pg_row_fn *row, void *arg, char **error);
 
+//  mx_pg_exec and mx_pg_exec_rows for a statement run again and again on
+//  the same connection: prepared (named) at its first run on the
+//  connection, by name after that, so it is parsed and planned once. sql
+//  must live as long as the process (a literal): it is remembered.
+int
+    mx_pg_exec_named (PGconn *conn, const char *sql, int nparams,
+                      const char *const *values, PGresult **res_out, char **error);
+int
+    mx_pg_exec_rows_named (PGconn *conn, const char *sql, int nparams,
+                           const char *const *values, mx_pg_row_fn *row, void *arg, char **error);
+
 //  Check a result obtained directly from libpq (async, pipeline mode).
 //  Does not clear res. A NULL res counts as a failure of conn.
 int
@@ -89,6 +100,36 @@ int
     mx_pg_commit_send (PGconn *conn, char **error);
 int
     mx_pg_commit_result (PGconn *conn, char **error);
+//  One statement of a pipeline. res, if not NULL, takes its result when
+//  the statement succeeded, also when a later one failed (the caller
+//  PQclear's it); NULL otherwise. named: run by name as mx_pg_exec_named
+//  does (sql then a literal), prepared before the pipeline the first time.
+typedef struct {
+    const char *sql;
+    int nparams;
+    const char *const *values;
+    PGresult **res;
+    bool named;
+} mx_pg_stmt_t;
+
+//  Runs the statements in one round trip (libpq pipeline mode: all sent,
+//  one Sync, then every result read). After the first failure the server
+//  skips the rest. A COMMIT answered with a rollback is a failure. *done
+//  (if given) gets how many statements succeeded, a prefix: what a failure
+//  left behind (e.g. whether a COMMIT in the list went through). Returns
+//  0, or -1 with *error for the first failure; an explicit transaction the
+//  list left open and failed is the caller's to roll back.
+int
+    mx_pg_pipeline (PGconn *conn, mx_pg_stmt_t *stmts, size_t count, size_t *done, char **error);
+//  The same in two halves, for work done while the server runs them:
+//  after a successful send the connection runs nothing until the results
+//  have been taken (stmts must stay valid in between). A failed send has
+//  left pipeline mode already; its result half must not be called.
+int
+    mx_pg_pipeline_send (PGconn *conn, mx_pg_stmt_t *stmts, size_t count, char **error);
+int
+    mx_pg_pipeline_result (PGconn *conn, mx_pg_stmt_t *stmts, size_t count, size_t *done, char **error);
+
 //  Rolls back the open transaction; harmless when none is open.
 int
     mx_pg_rollback (PGconn *conn, char **error);

@@ -83,49 +83,56 @@ mx_procstate_enqueue (PGconn *conn, const int64_t *ids, const int64_t *received,
 {
     *inserted = 0;
     //  Lost with a crashed server, the rows and W go back together and are
-    //  read again from the mailbox.
-    if (mx_pg_begin_unflushed (conn, error))
+    //  read again from the mailbox. Inside an open transaction the SET
+    //  LOCAL would reach the caller's: refused, as mx_pg_begin_unflushed.
+    if (PQtransactionStatus (conn) != PQTRANS_IDLE) {
+        if (error)
+            *error = strdup ("cannot record new messages: a transaction is already open");
         return -1;
+    }
     char now [MX_PG_INT64_BUFSIZE];
     mx_pg_int64_text (now_ms, now);
-    if (count > 0) {
-        char *id_array = s_bigint_array (ids, count, false);
-        char *received_array = s_bigint_array (received, count, true);
-        const char *params [] = { id_array, received_array, now };
-        PGresult *res = NULL;
-        int rc = mx_pg_exec (conn,
+    char *id_array = count > 0 ? s_bigint_array (ids, count, false) : NULL;
+    char *received_array = count > 0 ? s_bigint_array (received, count, true) : NULL;
+    const char *insert_params [] = { id_array, received_array, now };
+    char from [MX_PG_INT64_BUFSIZE], to [MX_PG_INT64_BUFSIZE];
+    const char *hole_params [] = { mx_pg_int64_text (released_from, from), mx_pg_int64_text (released_to, to), now };
+    char w_text [MX_PG_INT64_BUFSIZE], hole [MX_PG_INT64_BUFSIZE];
+    const char *cursor_params [] = { mx_pg_int64_text (w, w_text), s_ts (hole_since, hole), now };
+    //  One round trip for the whole transaction: ingress's record is on
+    //  the path of every message (docs/architecture.md, "Latency").
+    PGresult *res = NULL;
+    mx_pg_stmt_t stmts [6];
+    size_t n = 0;
+    stmts [n++] = (mx_pg_stmt_t) { "BEGIN", 0, NULL, NULL, false };
+    stmts [n++] = (mx_pg_stmt_t) { "SET LOCAL synchronous_commit = off", 0, NULL, NULL, false };
+    if (count > 0)
+        stmts [n++] = (mx_pg_stmt_t) {
             "INSERT INTO proc_state (msg_id, state, source, received_at, created_at, updated_at)"
             " SELECT id, 'PENDING', 'poll', to_timestamp (received / 1000.0), " TS (3) ", " TS (3)
             " FROM unnest ($1::bigint[], $2::bigint[]) AS t (id, received)"
-            " ON CONFLICT (msg_id) DO NOTHING",
-            3, params, &res, error);
-        free (id_array);
-        free (received_array);
-        if (rc)
-            goto failed;
+            " ON CONFLICT (msg_id) DO NOTHING", 3, insert_params, &res, true };
+    if (released_from > 0)
+        stmts [n++] = (mx_pg_stmt_t) { "INSERT INTO released_hole (id_from, id_to, released_at)"
+                                       " VALUES ($1, $2, " TS (3) ")", 3, hole_params, NULL, true };
+    stmts [n++] = (mx_pg_stmt_t) { "UPDATE inbox_cursor SET committed_up_to = $1, hole_since = " TS (2)
+                                   ", updated_at = " TS (3), 3, cursor_params, NULL, true };
+    stmts [n++] = (mx_pg_stmt_t) { "COMMIT", 0, NULL, NULL, false };
+    int rc = mx_pg_pipeline (conn, stmts, n, NULL, error);
+    free (id_array);
+    free (received_array);
+    if (rc) {
+        PQclear (res);
+        char *ignored = NULL;
+        mx_pg_rollback (conn, &ignored);
+        free (ignored);
+        return -1;
+    }
+    if (res) {
         *inserted = atoi (PQcmdTuples (res));
         PQclear (res);
     }
-    if (released_from > 0) {
-        char from [MX_PG_INT64_BUFSIZE], to [MX_PG_INT64_BUFSIZE];
-        const char *params [] = { mx_pg_int64_text (released_from, from), mx_pg_int64_text (released_to, to), now };
-        if (mx_pg_exec (conn, "INSERT INTO released_hole (id_from, id_to, released_at)"
-                              " VALUES ($1, $2, " TS (3) ")", 3, params, NULL, error))
-            goto failed;
-    }
-    char w_text [MX_PG_INT64_BUFSIZE], hole [MX_PG_INT64_BUFSIZE];
-    const char *params [] = { mx_pg_int64_text (w, w_text), s_ts (hole_since, hole), now };
-    if (mx_pg_exec (conn, "UPDATE inbox_cursor SET committed_up_to = $1, hole_since = " TS (2)
-                          ", updated_at = " TS (3), 3, params, NULL, error))
-        goto failed;
-    return mx_pg_commit (conn, error);
-
-failed:;
-    char *ignored = NULL;
-    mx_pg_rollback (conn, &ignored);
-    free (ignored);
-    *inserted = 0;
-    return -1;
+    return 0;
 }
 
 int
@@ -256,15 +263,25 @@ mx_procstate_batch_start (PGconn *conn, int64_t head, int64_t *ids, size_t max, 
     *journal = 0;
     char head_text [MX_PG_INT64_BUFSIZE], limit [MX_PG_INT64_BUFSIZE];
     const char *params [] = { mx_pg_int64_text (head, head_text), mx_pg_int64_text ((int64_t) max, limit) };
-    PGresult *res = NULL;
     //  A start lost with a crashed server counts no death of msgxd.
-    if (mx_pg_begin_unflushed (conn, error))
+    //  Inside an open transaction the SET LOCAL would reach the caller's.
+    if (PQtransactionStatus (conn) != PQTRANS_IDLE) {
+        if (error)
+            *error = strdup ("cannot record a batch's start: a transaction is already open");
         return -1;
-    if (mx_pg_exec (conn,
-            "SELECT msg_id, state = 'PENDING' AND msg_id <= (SELECT committed_up_to FROM inbox_cursor),"
-            " EXISTS (SELECT 1 FROM proc_suspect s WHERE s.msg_id = proc_state.msg_id)"
-            " FROM proc_state WHERE state IN ('PENDING', 'FAILED') AND msg_id >= $1::bigint"
-            " ORDER BY msg_id LIMIT $2::bigint", 2, params, &res, error))
+    }
+    //  Two round trips: the ready list, then the record, its commit and the
+    //  batch's own BEGIN.
+    PGresult *res = NULL;
+    mx_pg_stmt_t look [] = {
+        { "BEGIN", 0, NULL, NULL, false },
+        { "SET LOCAL synchronous_commit = off", 0, NULL, NULL, false },
+        { "SELECT msg_id, state = 'PENDING' AND msg_id <= (SELECT committed_up_to FROM inbox_cursor),"
+          " EXISTS (SELECT 1 FROM proc_suspect s WHERE s.msg_id = proc_state.msg_id)"
+          " FROM proc_state WHERE state IN ('PENDING', 'FAILED') AND msg_id >= $1::bigint"
+          " ORDER BY msg_id LIMIT $2::bigint", 2, params, &res, true }
+    };
+    if (mx_pg_pipeline (conn, look, sizeof look / sizeof look [0], NULL, error))
         goto failed;
     int rows = PQntuples (res);
     if (rows > 0 && mx_pg_get_int64 (res, 0, 0) == head) {
@@ -278,26 +295,41 @@ mx_procstate_batch_start (PGconn *conn, int64_t head, int64_t *ids, size_t max, 
         }
     }
     PQclear (res);
-    if (*count > 0) {
-        char first [MX_PG_INT64_BUFSIZE], last [MX_PG_INT64_BUFSIZE], now [MX_PG_INT64_BUFSIZE];
-        const char *insert_params [] = {
-            mx_pg_int64_text (ids [0], first), mx_pg_int64_text (ids [*count - 1], last),
-            mx_pg_int64_text (now_ms, now)
-        };
-        //  The head's start mark goes with it (the head-deadline counts
-        //  from it); lost with a crashed server, the deadline counts from
-        //  the row's last update instead.
-        if (mx_pg_exec (conn, "WITH started AS (UPDATE proc_state SET processing_started_at = " TS (3) ","
-                              "   updated_at = " TS (3) " WHERE msg_id = $1 AND processing_started_at IS NULL"
-                              "   AND state IN ('PENDING', 'FAILED'))"
-                              " INSERT INTO proc_start (first_id, last_id, started_at) VALUES ($1, $2, " TS (3) ")"
-                              " RETURNING id", 3, insert_params, &res, error))
-            goto failed;
+    res = NULL;
+    char first [MX_PG_INT64_BUFSIZE], last [MX_PG_INT64_BUFSIZE], now [MX_PG_INT64_BUFSIZE];
+    const char *insert_params [] = {
+        mx_pg_int64_text (ids [0], first), mx_pg_int64_text (ids [*count ? *count - 1 : 0], last),
+        mx_pg_int64_text (now_ms, now)
+    };
+    //  The head's start mark goes with it (the head-deadline counts from
+    //  it); lost with a crashed server, the deadline counts from the row's
+    //  last update instead.
+    mx_pg_stmt_t record [] = {
+        { "WITH started AS (UPDATE proc_state SET processing_started_at = " TS (3) ","
+          "   updated_at = " TS (3) " WHERE msg_id = $1 AND processing_started_at IS NULL"
+          "   AND state IN ('PENDING', 'FAILED'))"
+          " INSERT INTO proc_start (first_id, last_id, started_at) VALUES ($1, $2, " TS (3) ")"
+          " RETURNING id", 3, insert_params, &res, true },
+        { "COMMIT", 0, NULL, NULL, false },
+        { "BEGIN", 0, NULL, NULL, false }
+    };
+    size_t skip = *count > 0 ? 0 : 1, done = 0;
+    int rc = mx_pg_pipeline (conn, record + skip, sizeof record / sizeof record [0] - skip, &done, error);
+    if (res) {
         *journal = mx_pg_get_int64 (res, 0, 0);
         PQclear (res);
     }
-    if (mx_pg_commit (conn, error))
-        goto failed;
+    if (rc) {
+        //  Committed but not begun again: the row stays the caller's
+        //  (mx_procstate_batch_end after the failure).
+        if (done + skip < 2)
+            *journal = 0;
+        char *ignored = NULL;
+        mx_pg_rollback (conn, &ignored);
+        free (ignored);
+        *count = 0;
+        return -1;
+    }
     return 0;
 
 failed:;
@@ -315,6 +347,40 @@ mx_procstate_batch_end (PGconn *conn, int64_t journal, char **error)
     char id [MX_PG_INT64_BUFSIZE];
     const char *params [] = { mx_pg_int64_text (journal, id) };
     return mx_pg_exec (conn, "DELETE FROM proc_start WHERE id = $1", 1, params, NULL, error);
+}
+
+int
+mx_procstate_batch_commit_send (PGconn *conn, int64_t journal, mx_procstate_commit_t *commit, char **error)
+{
+    assert (conn && commit);
+    memset (commit, 0, sizeof *commit);
+    if (journal) {
+        commit->params [0] = mx_pg_int64_text (journal, commit->journal);
+        commit->stmts [commit->count++] = (mx_pg_stmt_t) { "DELETE FROM proc_start WHERE id = $1", 1,
+                                                           commit->params, NULL, true };
+    }
+    commit->stmts [commit->count++] = (mx_pg_stmt_t) { "COMMIT", 0, NULL, NULL, false };
+    if (mx_pg_pipeline_send (conn, commit->stmts, commit->count, error)) {
+        char *ignored = NULL;
+        mx_pg_rollback (conn, &ignored);
+        free (ignored);
+        return -1;
+    }
+    return 0;
+}
+
+int
+mx_procstate_batch_commit_result (PGconn *conn, mx_procstate_commit_t *commit, char **error)
+{
+    assert (conn && commit);
+    if (mx_pg_pipeline_result (conn, commit->stmts, commit->count, NULL, error) == 0)
+        return 0;
+    //  The DELETE failed and the COMMIT was skipped: the transaction is
+    //  still open, failed.
+    char *ignored = NULL;
+    mx_pg_rollback (conn, &ignored);
+    free (ignored);
+    return -1;
 }
 
 int

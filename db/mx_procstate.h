@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "mx_lifecycle.h"
+#include "mx_pg.h"
 
 //  ---------------------------------------------------------------------
 //  Inbox cursor
@@ -97,12 +98,31 @@ int mx_procstate_get (PGconn *conn, int64_t msg_id, mx_head_t *row, char **error
 //  range is committed (*journal its id), with the head's first start mark
 //  (processing_started_at): a crash or a hang during the work leaves the
 //  row behind. The commit does not wait for the disk (mx_pg_begin_unflushed).
-//  *count 0 when the head is not PENDING/FAILED any more.
+//  *count 0 when the head is not PENDING/FAILED any more. On success the
+//  batch's own transaction is open (BEGIN sent with the commit: two round
+//  trips in all). On failure nothing is open; *journal, when not 0, was
+//  committed (only the BEGIN after it failed) and is the caller's to end.
 int mx_procstate_batch_start (PGconn *conn, int64_t head, int64_t *ids, size_t max, size_t *count,
                               int64_t now_ms, int64_t *journal, char **error);
 //  The batch's proc_start row deleted: inside its business transaction (it
 //  goes with the outcomes), or after a rollback while the process runs on.
 int mx_procstate_batch_end (PGconn *conn, int64_t journal, char **error);
+
+//  The batch's end and COMMIT in one round trip, in two halves for work
+//  done while the server commits: the proc_start row `journal` (none when
+//  0) deleted inside the batch's transaction, then the COMMIT. After a
+//  successful send the connection runs nothing until the result is taken;
+//  commit holds what the two halves share. A failure rolls back: nothing
+//  of the batch stays, and its proc_start row is still there for the
+//  caller to end, as after any rollback.
+typedef struct {
+    char journal [MX_PG_INT64_BUFSIZE];
+    const char *params [1];
+    mx_pg_stmt_t stmts [2];
+    size_t count;
+} mx_procstate_commit_t;
+int mx_procstate_batch_commit_send (PGconn *conn, int64_t journal, mx_procstate_commit_t *commit, char **error);
+int mx_procstate_batch_commit_result (PGconn *conn, mx_procstate_commit_t *commit, char **error);
 //  The proc_start rows left behind by an earlier life of msgxd: one
 //  unfinished start in proc_suspect for each PENDING/FAILED message of each
 //  range, the rows deleted, in one statement. Called only while no batch is in flight. *counted gets the

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <librdkafka/rdkafka.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,14 @@ struct _mx_producer_t {
     size_t outstanding;
     char *fatal;                        //  reason of a fatal error, NULL while usable
     int last_error;                     //  error code logged once until an acknowledgement
+    //  The hurrier: a thread that holds rd_kafka_flush for the owner
+    //  (mx_producer_hurry), started at the first hurry.
+    pthread_t hurrier;
+    bool hurrier_started;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    bool hurry_owed;                    //  under lock
+    bool stopping;                      //  under lock
 };
 
 static void
@@ -115,6 +124,8 @@ mx_producer_new (const mx_config_t *config, const char *bootstrap, const char *c
     mx_producer_t *self = (mx_producer_t *) zmalloc (sizeof (mx_producer_t));
     self->name = strdup (client_id);
     self->fds [0] = self->fds [1] = -1;
+    pthread_mutex_init (&self->lock, NULL);
+    pthread_cond_init (&self->wake, NULL);
     char client [256], in_flight [24], linger [24], timeout [24];
     snprintf (client, sizeof client, "msgxd-%s", client_id);
     snprintf (in_flight, sizeof in_flight, "%" PRId64, config->kafka_max_in_flight);
@@ -184,6 +195,16 @@ mx_producer_destroy (mx_producer_t **self_p)
     mx_producer_t *self = *self_p;
     if (!self)
         return;
+    //  The hurrier ends before the handle it flushes.
+    if (self->hurrier_started) {
+        pthread_mutex_lock (&self->lock);
+        self->stopping = true;
+        pthread_cond_signal (&self->wake);
+        pthread_mutex_unlock (&self->lock);
+        pthread_join (self->hurrier, NULL);
+    }
+    pthread_cond_destroy (&self->wake);
+    pthread_mutex_destroy (&self->lock);
     if (self->queue) {
         rd_kafka_queue_io_event_enable (self->queue, -1, NULL, 0);
         rd_kafka_queue_destroy (self->queue);
@@ -321,19 +342,56 @@ mx_producer_outstanding (mx_producer_t *self)
     return self->outstanding;
 }
 
-//  How long mx_producer_hurry holds the caller: long enough for the
-//  broker threads to wake and take the queue, short beside any linger.
+//  How long a hurry's flush lasts: long enough for the broker threads to
+//  wake and take the queue, short beside any linger.
 #define S_HURRY_MS 1
+
+//  librdkafka (1.8 and later) ignores linger.ms while a flush runs and
+//  wakes its broker threads for it. The reports come as events, which the
+//  owner drains, so the flush cannot finish: it only lasts its timeout,
+//  and its "timed out" is the expected outcome. It runs here, not in the
+//  owner's thread, so that the owner is back at its poll when the
+//  acknowledgement comes, which on a near broker is well within that
+//  millisecond.
+static void *
+s_hurrier (void *arg)
+{
+    mx_producer_t *self = (mx_producer_t *) arg;
+    pthread_mutex_lock (&self->lock);
+    while (true) {
+        while (!self->hurry_owed && !self->stopping)
+            pthread_cond_wait (&self->wake, &self->lock);
+        if (self->stopping)
+            break;
+        self->hurry_owed = false;
+        pthread_mutex_unlock (&self->lock);
+        (void) rd_kafka_flush (self->handle, S_HURRY_MS);
+        pthread_mutex_lock (&self->lock);
+    }
+    pthread_mutex_unlock (&self->lock);
+    return NULL;
+}
 
 void
 mx_producer_hurry (mx_producer_t *self)
 {
     assert (self);
-    //  librdkafka (1.8 and later) ignores linger.ms while a flush runs and
-    //  wakes its broker threads for it. The reports come as events, which
-    //  this thread drains, so the flush cannot finish: it only lasts its
-    //  timeout, and its "timed out" is the expected outcome.
-    (void) rd_kafka_flush (self->handle, S_HURRY_MS);
+    if (!self->hurrier_started) {
+        int rc = pthread_create (&self->hurrier, NULL, s_hurrier, self);
+        if (rc != 0) {
+            //  Without the thread the owner holds the flush itself.
+            mx_log_emit (MX_LOG_WARN, self->name, NULL,
+                         "cannot start the Kafka hurry thread (%s): the sending thread flushes itself",
+                         strerror (rc));
+            (void) rd_kafka_flush (self->handle, S_HURRY_MS);
+            return;
+        }
+        self->hurrier_started = true;
+    }
+    pthread_mutex_lock (&self->lock);
+    self->hurry_owed = true;
+    pthread_cond_signal (&self->wake);
+    pthread_mutex_unlock (&self->lock);
 }
 
 void

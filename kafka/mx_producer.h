@@ -83,8 +83,9 @@ int mx_producer_setting (mx_producer_t *self, const char *name, char *value, siz
 size_t mx_producer_outstanding (mx_producer_t *self);
 
 //  Send what is queued now instead of after linger.ms (no backlog: a
-//  lone record must not wait for companions that are not coming). Holds
-//  the caller about a millisecond.
+//  lone record must not wait for companions that are not coming). Returns
+//  at once: a thread of the producer's own holds the flush for about a
+//  millisecond, while the caller waits for the reports.
 void mx_producer_hurry (mx_producer_t *self);
 
 //  Give up on everything outstanding now: each gets a failed report soon

@@ -489,6 +489,8 @@ test_dispatcher_at_least_once_lost_acknowledgement_resends_same_event_ids (void 
     s_start (fx, "dispatcher", mx_dispatcher_actor);
     //  One delivery first, so the producer is ready when the answers stall.
     int64_t warm = s_event (fx, "KAFKA:msg", 200, 1);
+    //  The start-up sweep may have run before the row was committed.
+    s_wake (fx);
     char sql [256];
     snprintf (sql, sizeof sql, "SELECT state = 'SENT' FROM msg_event WHERE event_id = %" PRId64, warm);
     mx_testpg_wait (fx->conn, sql);
@@ -651,6 +653,8 @@ static void
 s_stalled_batch (fixture_t *fx, int64_t base, int64_t ids [4], int64_t *one, int64_t *two)
 {
     int64_t warm = s_event (fx, "KAFKA:msg", base, 1);
+    //  The start-up sweep may have run before the row was committed.
+    s_wake (fx);
     char sql [256];
     snprintf (sql, sizeof sql, "SELECT state = 'SENT' FROM msg_event WHERE event_id = %" PRId64, warm);
     mx_testpg_wait (fx->conn, sql);
@@ -738,11 +742,18 @@ test_dispatcher_exactly_once_new_session_looks_before_it_sends (void **state)
     mx_testpg_wait (fx->conn, "SELECT count(*) = 3 FROM msg_event WHERE state = 'SENT'");
     //  The marks lost and the session ended in one transaction, as in a
     //  crash: no round of the old session may see the events PENDING (a
-    //  wake-up left from the first batch could run one in between).
+    //  wake-up left from the first batch could run one in between), and
+    //  none of a new session may see them SENT: the backend is gone up to
+    //  100 ms before pg_terminate_backend returns, and a new session could
+    //  look at the topic in between. The table's lock holds every reader
+    //  until the marks are lost for good, as a crash of the server would.
     //  Returns once the backend is gone (or fails the test after 30 s).
+    s_exec (fx, "BEGIN", 0, NULL);
+    s_exec (fx, "LOCK TABLE msg_event IN ACCESS EXCLUSIVE MODE", 0, NULL);
     s_assert_value (fx, "WITH lost AS (UPDATE msg_event SET state = 'PENDING', sent_at = NULL RETURNING 1)"
                         " SELECT bool_and (pg_terminate_backend (pid, 30000)) FROM pg_stat_activity"
                         " WHERE application_name = 'msgxd-dispatcher' AND (SELECT count(*) FROM lost) = 3", "t");
+    s_exec (fx, "COMMIT", 0, NULL);
     ids [3] = s_event (fx, "KAFKA:msg", two, 2);
     s_wake (fx);
     mx_testpg_wait (fx->conn, "SELECT count(*) = 4 FROM msg_event WHERE state = 'SENT'");

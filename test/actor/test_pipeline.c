@@ -473,30 +473,38 @@ test_failed_head_blocks_everything_behind_it_until_due (void **state)
     mx_actor_destroy (&fx->control);
 }
 
-//  A FLOP STND; without its <STND> the payload is missing.
+//  A FLOP STND; without its <STND> the payload is missing. pad: that many
+//  spaces after <MSG> (the same message, that much larger).
 static const char *
-s_stnd (int seqn, bool payload, char *buf, size_t size)
+s_stnd_padded (int seqn, bool payload, size_t pad, char *buf, size_t size)
 {
-    snprintf (buf, size,
-        "<MSG><META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DTTM>20260101080000</DTTM>"
+    assert_true (pad + 512 <= size);
+    memcpy (buf, "<MSG>", 5);
+    memset (buf + 5, ' ', pad);
+    snprintf (buf + 5 + pad, size - 5 - pad,
+        "<META><SNDR>AODB</SNDR><SEQN>%d</SEQN><DTTM>20260101080000</DTTM>"
         "<TYPE>FLOP</TYPE><STYP>STND</STYP></META><FLOP><FLID>1001</FLID>%s</FLOP></MSG>",
         seqn, payload ? "<STND>S1</STND>" : "");
     return buf;
 }
+
 
 //  The identity binds before "payload missing" counts: a duplicate whose
 //  payload is missing is SKIPPED, and one that is not holds its identity
 //  while it ends DEAD(MALFORMED). batch "1" takes the message-by-message
 //  path, the default the bulk path.
 static void
-s_payload_missing_case (fixture_t *fx, const char *batch)
+s_payload_missing_case (fixture_t *fx, const char *batch, size_t pad)
 {
     assert_int_equal (mx_config_set (fx->config, "msgx.pipeline.process-batch", batch, NULL), 0);
-    char xml [512];
-    s_insert (fx, 1, s_stnd (1, true, xml, sizeof xml));    //  unknown flight
-    s_insert (fx, 2, s_stnd (1, false, xml, sizeof xml));   //  1 again, payload missing
-    s_insert (fx, 3, s_stnd (3, false, xml, sizeof xml));   //  payload missing
-    s_insert (fx, 4, s_stnd (3, true, xml, sizeof xml));    //  3 again
+    size_t size = pad + 512;
+    char *xml = (char *) malloc (size);
+    assert_non_null (xml);
+    s_insert (fx, 1, s_stnd_padded (1, true, pad, xml, size));    //  unknown flight
+    s_insert (fx, 2, s_stnd_padded (1, false, pad, xml, size));   //  1 again, payload missing
+    s_insert (fx, 3, s_stnd_padded (3, false, pad, xml, size));   //  payload missing
+    s_insert (fx, 4, s_stnd_padded (3, true, pad, xml, size));    //  3 again
+    free (xml);
     s_start (fx, &fx->args);
     mx_testpg_wait (fx->conn, "SELECT count(*) = 4 FROM mx_test_order");
     mx_testpg_expect (fx->conn, "SELECT string_agg (msg_id || ':' || state || ':' || coalesce (error_class, '-')"
@@ -514,13 +522,24 @@ s_payload_missing_case (fixture_t *fx, const char *batch)
 static void
 test_duplicate_with_payload_missing_is_skipped_one_by_one (void **state)
 {
-    s_payload_missing_case (*state, "1");
+    s_payload_missing_case (*state, "1", 0);
 }
 
 static void
 test_duplicate_with_payload_missing_is_skipped_in_a_batch (void **state)
 {
-    s_payload_missing_case (*state, "100");
+    s_payload_missing_case (*state, "100", 0);
+}
+
+//  The same in batches cut by the byte budget: each message some 30 KB, the
+//  budget 64 KiB, so a batch's mailbox read keeps fewer messages than the
+//  rows' states were read for, and the rest come with the next batches.
+static void
+test_duplicate_with_payload_missing_is_skipped_in_batches_cut_by_bytes (void **state)
+{
+    fixture_t *fx = (fixture_t *) *state;
+    assert_int_equal (mx_config_set (fx->config, "msgx.pipeline.batch-bytes", "65536", NULL), 0);
+    s_payload_missing_case (fx, "100", 30000);
 }
 
 //  ---------------------------------------------------------------------
@@ -832,6 +851,8 @@ main (void)
         cmocka_unit_test_setup_teardown (test_failed_head_blocks_everything_behind_it_until_due, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_duplicate_with_payload_missing_is_skipped_one_by_one, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_duplicate_with_payload_missing_is_skipped_in_a_batch, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_duplicate_with_payload_missing_is_skipped_in_batches_cut_by_bytes,
+                                         s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_compat_row_above_w_waits_for_the_watermark, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_ingress_polls_fast_while_rows_arrive_and_backs_off_when_idle,
                                          s_setup, s_teardown),

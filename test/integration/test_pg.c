@@ -99,6 +99,13 @@ s_socket (bool listening, int *port)
     return fd;
 }
 
+//  Adds each row's first cell to *(int64_t *) arg.
+static void
+s_sum_rows (const PGresult *res, int row, void *arg)
+{
+    *(int64_t *) arg += mx_pg_get_int64 (res, row, 0);
+}
+
 static void
 test_session_settings (void **state)
 {
@@ -353,6 +360,147 @@ test_transactions (void **state)
     mx_pg_disconnect (&conn);
 }
 
+//  A pipeline runs its statements in order in one round trip; a failure
+//  reports the first statement that failed, skips the rest, says how far
+//  it went, and leaves the connection usable outside pipeline mode.
+static void
+test_pipeline (void **state)
+{
+    (void) state;
+    PGconn *conn = s_connect ("pipeline", 5000);
+    char *error = NULL;
+    assert_int_equal (mx_pg_exec (conn, "CREATE TEMP TABLE p (v integer PRIMARY KEY)",
+                                  0, NULL, NULL, &error), 0);
+    assert_int_equal (mx_pg_exec (conn, "SET synchronous_commit = on", 0, NULL, NULL, &error), 0);
+    const char *one [] = { "1" }, *two [] = { "2" };
+    PGresult *inserted = NULL, *read = NULL;
+    mx_pg_stmt_t ok [] = {
+        { "BEGIN", 0, NULL, NULL, false },
+        { "SET LOCAL synchronous_commit = off", 0, NULL, NULL, false },
+        { "INSERT INTO p VALUES ($1), ($1::integer + 10)", 1, one, &inserted, false },
+        { "SELECT current_setting ('synchronous_commit'), count(*) FROM p WHERE v > $1", 1, one, &read, false },
+        { "COMMIT", 0, NULL, NULL, false }
+    };
+    size_t done = 99;
+    assert_int_equal (mx_pg_pipeline (conn, ok, 5, &done, &error), 0);
+    assert_int_equal (done, 5);
+    assert_non_null (inserted);
+    assert_string_equal (PQcmdTuples (inserted), "2");
+    assert_non_null (read);
+    assert_string_equal (PQgetvalue (read, 0, 0), "off");
+    assert_string_equal (PQgetvalue (read, 0, 1), "1");
+    PQclear (inserted);
+    PQclear (read);
+    assert_int_equal (PQpipelineStatus (conn), PQ_PIPELINE_OFF);
+    assert_int_equal (PQtransactionStatus (conn), PQTRANS_IDLE);
+    mx_testpg_expect (conn, "SELECT count(*) FROM p", "2");
+    mx_testpg_expect (conn, "SHOW synchronous_commit", "on");
+
+    //  The duplicate fails: the INSERT after it and the COMMIT are skipped,
+    //  the transaction is left open and failed for the caller to roll back.
+    mx_pg_stmt_t failing [] = {
+        { "BEGIN", 0, NULL, NULL, false },
+        { "INSERT INTO p VALUES ($1)", 1, two, &inserted, false },
+        { "INSERT INTO p VALUES ($1)", 1, one, NULL, false },
+        { "INSERT INTO p VALUES ($1::integer + 100)", 1, two, NULL, false },
+        { "COMMIT", 0, NULL, NULL, false }
+    };
+    assert_int_equal (mx_pg_pipeline (conn, failing, 5, &done, &error), -1);
+    assert_int_equal (done, 2);
+    assert_non_null (strstr (error, "23505"));
+    assert_non_null (strstr (error, "INSERT INTO p VALUES ($1)"));
+    free (error);
+    error = NULL;
+    //  The result of a statement that succeeded is the caller's.
+    assert_non_null (inserted);
+    PQclear (inserted);
+    assert_int_equal (PQpipelineStatus (conn), PQ_PIPELINE_OFF);
+    assert_int_equal (PQtransactionStatus (conn), PQTRANS_INERROR);
+    assert_int_equal (mx_pg_rollback (conn, &error), 0);
+    mx_testpg_expect (conn, "SELECT count(*) FROM p", "2");
+
+    //  A COMMIT answered with a rollback is a failure.
+    assert_int_equal (mx_pg_begin (conn, &error), 0);
+    assert_int_equal (mx_pg_exec (conn, "INSERT INTO p VALUES (1)", 0, NULL, NULL, &error), -1);
+    free (error);
+    error = NULL;
+    mx_pg_stmt_t commit [] = { { "COMMIT", 0, NULL, NULL, false } };
+    assert_int_equal (mx_pg_pipeline (conn, commit, 1, &done, &error), -1);
+    assert_int_equal (done, 0);
+    assert_non_null (strstr (error, "rolled back"));
+    free (error);
+    error = NULL;
+    assert_int_equal (PQtransactionStatus (conn), PQTRANS_IDLE);
+
+    //  The two halves, with work between them.
+    mx_pg_stmt_t halves [] = {
+        { "INSERT INTO p VALUES ($1)", 1, two, NULL, false },
+        { "SELECT count(*) FROM p", 0, NULL, &read, false }
+    };
+    assert_int_equal (mx_pg_pipeline_send (conn, halves, 2, &error), 0);
+    assert_int_equal (mx_pg_pipeline_result (conn, halves, 2, &done, &error), 0);
+    assert_int_equal (done, 2);
+    assert_string_equal (PQgetvalue (read, 0, 0), "3");
+    PQclear (read);
+
+    //  A named statement in a pipeline: prepared the first time, by name
+    //  after that.
+    static const char *named_sql = "SELECT count(*) FROM p WHERE v >= $1::integer";
+    for (int round = 0; round < 2; round++) {
+        mx_pg_stmt_t named [] = {
+            { "INSERT INTO p VALUES ($1::integer + 20 + $2::integer)", 2, (const char *[]) { "2", round ? "1" : "0" },
+              NULL, false },
+            { named_sql, 1, two, &read, true }
+        };
+        assert_int_equal (mx_pg_pipeline (conn, named, 2, &done, &error), 0);
+        assert_int_equal (done, 2);
+        assert_int_equal (mx_pg_get_int64 (read, 0, 0), 3 + round);
+        PQclear (read);
+    }
+    mx_testpg_expect (conn, "SELECT count(*) FROM pg_prepared_statements WHERE name LIKE 'mxp%'", "1");
+    mx_pg_disconnect (&conn);
+}
+
+//  A statement run by name is prepared once per connection and gives what
+//  the same statement gives unnamed; a new connection prepares it again.
+static void
+test_exec_named (void **state)
+{
+    (void) state;
+    static const char *sql = "SELECT $1::integer * 2";
+    static const char *rows_sql = "SELECT g FROM generate_series (1, $1::integer) AS g";
+    char *error = NULL;
+    for (int round = 0; round < 2; round++) {
+        PGconn *conn = s_connect ("named", 5000);
+        for (int i = 1; i <= 3; i++) {
+            char text [16];
+            snprintf (text, sizeof text, "%d", i);
+            const char *params [] = { text };
+            PGresult *res = NULL;
+            assert_int_equal (mx_pg_exec_named (conn, sql, 1, params, &res, &error), 0);
+            assert_int_equal (mx_pg_get_int64 (res, 0, 0), 2 * i);
+            PQclear (res);
+        }
+        mx_testpg_expect (conn, "SELECT count(*) FROM pg_prepared_statements WHERE name LIKE 'mxp%'", "1");
+        mx_testpg_expect (conn, "SELECT statement FROM pg_prepared_statements WHERE name LIKE 'mxp%'", sql);
+        mx_pg_disconnect (&conn);
+    }
+    //  Rows, one at a time; a failure of the statement is reported with it.
+    PGconn *conn = s_connect ("named rows", 5000);
+    const char *three [] = { "3" };
+    int64_t sum = 0;
+    assert_int_equal (mx_pg_exec_rows_named (conn, rows_sql, 1, three, s_sum_rows, &sum, &error), 0);
+    assert_int_equal (sum, 6);
+    assert_int_equal (mx_pg_exec_rows_named (conn, rows_sql, 1, three, s_sum_rows, &sum, &error), 0);
+    assert_int_equal (sum, 12);
+    const char *bad [] = { "x" };
+    assert_int_equal (mx_pg_exec_rows_named (conn, rows_sql, 1, bad, s_sum_rows, &sum, &error), -1);
+    assert_non_null (strstr (error, "22P02"));
+    free (error);
+    mx_testpg_expect (conn, "SELECT count(*) FROM pg_prepared_statements WHERE name LIKE 'mxp%'", "1");
+    mx_pg_disconnect (&conn);
+}
+
 //  A connection the server has dropped is reported as such, not as a bad
 //  statement.
 static void
@@ -379,6 +527,29 @@ test_connection_lost (void **state)
     free (error);
     assert_true (mx_pg_is_connection_error (victim));
     assert_false (mx_pg_is_connection_error (killer));
+    mx_pg_disconnect (&victim);
+
+    //  The same for a pipeline: a failure with one line, no result left
+    //  for the caller, nothing hangs.
+    victim = s_connect ("pipeline victim", 5000);
+    snprintf (pid, sizeof pid, "%d", PQbackendPID (victim));
+    assert_int_equal (mx_pg_exec (killer, "SELECT pg_terminate_backend ($1::int, 30000)",
+                                  1, params, &res, &error), 0);
+    PQclear (res);
+    PGresult *read = NULL;
+    mx_pg_stmt_t stmts [] = {
+        { "BEGIN", 0, NULL, NULL, false },
+        { "SELECT 1", 0, NULL, &read, true },
+        { "COMMIT", 0, NULL, NULL, false }
+    };
+    size_t done = 99;
+    assert_int_equal (mx_pg_pipeline (victim, stmts, 3, &done, &error), -1);
+    assert_int_equal (done, 0);
+    assert_null (read);
+    assert_non_null (error);
+    assert_null (strchr (error, '\n'));
+    free (error);
+    assert_true (mx_pg_is_connection_error (victim));
     mx_pg_disconnect (&victim);
     mx_pg_disconnect (&killer);
 }
@@ -425,6 +596,8 @@ main (void)
         cmocka_unit_test (test_unreachable_server),
         cmocka_unit_test (test_exec),
         cmocka_unit_test (test_transactions),
+        cmocka_unit_test (test_pipeline),
+        cmocka_unit_test (test_exec_named),
         cmocka_unit_test (test_connection_lost),
         cmocka_unit_test (test_notices_are_logged),
     };
