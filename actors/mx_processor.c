@@ -60,6 +60,7 @@ typedef struct {
     int64_t replied_at;         //  zclock_usecs of the last PROCESSED, for the debug log
     mx_text_t doc_msg;          //  a change's documents, the buffers kept from one to the next
     mx_text_t doc_state;
+    zhashx_t *doc_stash;        //  flid -> s_stashed_t: the open batch's last state text per flight
 } s_processor_t;
 
 static mx_processor_fault_fn *s_fault_hook;
@@ -254,6 +255,44 @@ typedef struct {
     bool blind;                 //  no memory to name them: the cache is off meanwhile
 } s_doc_write_t;
 
+//  The state text of a flight's last change in the open batch, as written
+//  for KAFKA:schd: put in the cache after the commit instead of rendered
+//  again, when the committed state is that change's (the same version).
+typedef struct {
+    int64_t version;
+    mx_text_t text;
+} s_stashed_t;
+
+static void
+s_stashed_free (void **item)
+{
+    s_stashed_t *stashed = (s_stashed_t *) *item;
+    if (stashed)
+        free (stashed->text.data);
+    free (stashed);
+    *item = NULL;
+}
+
+//  A change's state text (self->doc_state) for the cache, while it is on.
+static void
+s_doc_stash (s_processor_t *self, int64_t flid, int64_t version)
+{
+    if (!mx_doc_cache_enabled (self->args->doc_cache))
+        return;
+    char key [24];
+    snprintf (key, sizeof key, "%" PRId64, flid);
+    s_stashed_t *stashed = (s_stashed_t *) zhashx_lookup (self->doc_stash, key);
+    if (!stashed) {
+        stashed = (s_stashed_t *) calloc (1, sizeof *stashed);
+        if (!stashed)
+            return;                     //  rendered again at the end
+        zhashx_insert (self->doc_stash, key, stashed);
+    }
+    stashed->version = version;
+    mx_text_reset (&stashed->text);
+    mx_text_append (&stashed->text, self->doc_state.data, self->doc_state.size);
+}
+
 static void
 s_doc_write_begin (s_processor_t *self, s_doc_write_t *write)
 {
@@ -280,8 +319,12 @@ s_doc_write_begin (s_processor_t *self, s_doc_write_t *write)
 //  those of the operating window, the ones readers ask for, and a read of
 //  them under a drain is then a hit instead of a wait for PostgreSQL
 //  behind the drain (the cache's bounds and its LRU order keep what is
-//  written or read most recently). The same bytes the reader renders
-//  (test_flight checks the text against json_dumps of the document).
+//  written or read most recently). The document is the KAFKA:schd text of
+//  the flight's last change when that change is the committed state (a
+//  change undone by a savepoint leaves a version the flight does not
+//  have), else rendered: the same bytes the reader renders (test_flight
+//  checks the text against json_dumps of the document). Copies, not
+//  renders, so the flights are misses for as short a time as can be.
 static void
 s_doc_write_end (s_processor_t *self, s_doc_write_t *write, bool committed)
 {
@@ -297,10 +340,15 @@ s_doc_write_end (s_processor_t *self, s_doc_write_t *write, bool committed)
         const mx_flight_t *flight = (const mx_flight_t *) zhashx_lookup (self->flights, key);
         if (!flight)
             continue;
-        mx_flight_state_text_into (flight, self->zone, &self->doc_state);
-        mx_doc_cache_put (cache, ticket, flight->flid, flight->state_version, self->doc_state.data,
-                          self->doc_state.size);
+        const s_stashed_t *stashed = (const s_stashed_t *) zhashx_lookup (self->doc_stash, key);
+        const mx_text_t *text = &self->doc_state;
+        if (stashed && stashed->version == flight->state_version)
+            text = &stashed->text;
+        else
+            mx_flight_state_text_into (flight, self->zone, &self->doc_state);
+        mx_doc_cache_put (cache, ticket, flight->flid, flight->state_version, text->data, text->size);
     }
+    zhashx_purge (self->doc_stash);
     free (write->flids);
     *write = (s_doc_write_t) { 0 };
 }
@@ -381,6 +429,7 @@ s_change_events (void *arg, const mx_change_t *change)
         .msg_id = change->msg_id, .type = meta->type, .styp = meta->styp, .seqn = meta->seqn, .dttm = meta->dttm
     };
     mx_flight_event_texts_into (after, &event, change->changed, self->zone, &self->doc_msg, &self->doc_state);
+    s_doc_stash (self, after->flid, after->state_version);
     mx_event_type_t type = change->tombstone ? MX_EVENT_TOMBSTONE : MX_EVENT_UPSERT;
     mx_bulk_event_t msg_event = { MX_TARGET_MSG, type, after->flid, after->state_version, change->msg_id,
                                   self->doc_msg.data };
@@ -1176,6 +1225,7 @@ s_process_batch (s_processor_t *self, int64_t head)
         if (s_bulk (self, ids, count, &done)) {
             //  Roll back and redo the whole batch message by message.
             zlistx_purge (self->flights_owed);
+            zhashx_purge (self->doc_stash);
             char *ignored = NULL;
             mx_pg_rollback (self->pg, &ignored);
             free (ignored);
@@ -1212,6 +1262,7 @@ s_process_batch (s_processor_t *self, int64_t head)
     int64_t last = done ? ids [done - 1] : head;
     if (broken) {
         zlistx_purge (self->flights_owed);
+        zhashx_purge (self->doc_stash);
         char *ignored = NULL;
         mx_pg_rollback (self->pg, &ignored);
         free (ignored);
@@ -1370,6 +1421,8 @@ mx_processor_actor (zsock_t *pipe, void *args)
     zhashx_set_destructor (self->flights, s_flight_free);
     self->flights_owed = zlistx_new ();
     zlistx_set_destructor (self->flights_owed, s_flight_free);
+    self->doc_stash = zhashx_new ();
+    zhashx_set_destructor (self->doc_stash, s_stashed_free);
     //  EVENTS_COMMITTED and MARKS_OWED are wake-up hints (delivery and
     //  backfill sweep anyway): never block on them, e.g. while control is
     //  busy stopping the actors and not reading this pipe.
@@ -1391,6 +1444,7 @@ mx_processor_actor (zsock_t *pipe, void *args)
     mx_tz_destroy (&self->zone);
     zhashx_destroy (&self->flights);
     zlistx_destroy (&self->flights_owed);
+    zhashx_destroy (&self->doc_stash);
     s_ahead_destroy (&self->ahead);
     free (self->doc_msg.data);
     free (self->doc_state.data);
