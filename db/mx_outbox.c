@@ -139,7 +139,7 @@ s_take (PGconn *conn, const char *sql, const char *const *params, size_t limit, 
         mx_outbox_batch_t **batch, char **error)
 {
     s_take_t take = { s_batch_new (limit), limit, now_ms };
-    if (mx_pg_exec_rows_named (conn, sql, 2, params, s_take_row, &take, error)) {
+    if (mx_pg_exec_rows (conn, sql, 2, params, s_take_row, &take, error)) {
         mx_outbox_batch_destroy (&take.batch);
         return -1;
     }
@@ -234,7 +234,7 @@ s_mark (PGconn *conn, const char *sql, const int64_t *event_ids, size_t count, i
     char now [MX_PG_INT64_BUFSIZE];
     const char *params [] = { ids, mx_pg_int64_text (now_ms, now) };
     PGresult *res = NULL;
-    int rc = mx_pg_exec_named (conn, sql, 2, params, &res, error);
+    int rc = mx_pg_exec (conn, sql, 2, params, &res, error);
     free (ids);
     if (rc)
         return -1;
