@@ -745,22 +745,18 @@ s_take_result (PGconn *conn, const char *sql, int *rc, char **error, long *chang
     return status;
 }
 
-//  Reads up to the Sync's own result (a lost connection ends with NULL) and
-//  leaves pipeline mode; a failure goes into *rc and *error unless one did.
+//  Leaves pipeline mode (mx_pg_pipeline_leave); a failure goes into *rc
+//  and *error unless one did.
 static void
 s_pipeline_end (PGconn *conn, int *rc, char **error)
 {
-    PGresult *res;
-    while ((res = PQgetResult (conn)) != NULL) {
-        ExecStatusType status = PQresultStatus (res);
-        PQclear (res);
-        if (status == PGRES_PIPELINE_SYNC)
-            break;
-    }
-    if (PQexitPipelineMode (conn) != 1 && *rc == 0) {
-        s_error (error, "cannot leave pipeline mode: %s", PQerrorMessage (conn));
+    char *left = NULL;
+    if (mx_pg_pipeline_leave (conn, &left) && *rc == 0) {
+        *error = left;
         *rc = -1;
     }
+    else
+        free (left);
 }
 
 //  One statement that returns rows, run by its name on this connection;

@@ -410,10 +410,8 @@ mx_pg_commit (PGconn *conn, char **error)
     return mx_pg_commit_send (conn, error) ? -1 : mx_pg_commit_result (conn, error);
 }
 
-//  Reads up to the Sync's own result (a lost connection ends with NULL)
-//  and leaves pipeline mode.
-static int
-s_pipeline_leave (PGconn *conn, char **error)
+int
+mx_pg_pipeline_leave (PGconn *conn, char **error)
 {
     PGresult *res;
     while ((res = PQgetResult (conn)) != NULL) {
@@ -470,7 +468,7 @@ mx_pg_pipeline_send (PGconn *conn, mx_pg_stmt_t *stmts, size_t count, char **err
                         PQclear (res);
                 }
             char *ignored = NULL;
-            s_pipeline_leave (conn, &ignored);
+            mx_pg_pipeline_leave (conn, &ignored);
             free (ignored);
             return -1;
         }
@@ -479,7 +477,7 @@ mx_pg_pipeline_send (PGconn *conn, mx_pg_stmt_t *stmts, size_t count, char **err
     if (PQpipelineSync (conn) != 1) {
         s_set_error (error, "cannot send a pipeline: %s", PQerrorMessage (conn));
         char *ignored = NULL;
-        s_pipeline_leave (conn, &ignored);
+        mx_pg_pipeline_leave (conn, &ignored);
         free (ignored);
         return -1;
     }
@@ -523,7 +521,7 @@ mx_pg_pipeline_result (PGconn *conn, mx_pg_stmt_t *stmts, size_t count, size_t *
             ok++;
     }
     char *left = NULL;
-    if (s_pipeline_leave (conn, &left) && rc == 0) {
+    if (mx_pg_pipeline_leave (conn, &left) && rc == 0) {
         rc = -1;
         if (error)
             *error = left;

@@ -112,6 +112,11 @@ typedef struct {
     bool named;
 } mx_pg_stmt_t;
 
+//  Reads the results left up to the Sync's own (a lost connection ends
+//  with NULL) and leaves pipeline mode. 0, or -1 with *error.
+int
+    mx_pg_pipeline_leave (PGconn *conn, char **error);
+
 //  Runs the statements in one round trip (libpq pipeline mode: all sent,
 //  one Sync, then every result read). After the first failure the server
 //  skips the rest. A COMMIT answered with a rollback is a failure. *done
