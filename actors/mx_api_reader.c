@@ -22,6 +22,12 @@
 #define S_PATH_ALL "/all/flights"
 #define S_PATH_REFERENCE "/reference/"
 
+//  How long a read of a flight a write is committing waits for the write's
+//  end before it reads PostgreSQL: a commit under a drain takes a few ms
+//  (docs/performance.md); a longer wait only means a slow commit, and
+//  PostgreSQL answers the state before it without waiting.
+#define S_WRITE_WAIT_MS 25
+
 static const char *s_outcomes [] = {
     "ok", "not_modified", "bad_request", "not_found", "over_limit", "unavailable",
     "unauthorized", "forbidden"
@@ -52,7 +58,16 @@ s_cache_misses (void)
 {
     return mx_metrics_counter ("msgx_api_cache_misses_total",
         "GET /flights/{flid} the state-document cache did not hold while on (active instance): read from"
-        " PostgreSQL", NULL);
+        " PostgreSQL, or waited for a write under way (msgx_api_cache_waited_total)", NULL);
+}
+
+static mx_metrics_counter_t *
+s_cache_waited (void)
+{
+    return mx_metrics_counter ("msgx_api_cache_waited_total",
+        "GET /flights/{flid} the http thread missed (counted in msgx_api_cache_misses_total) and a reader"
+        " answered from the cache: the flight's write was committing, and the reader waited for its end"
+        " (at most 25 ms) and its committed document", NULL);
 }
 
 static mx_metrics_gauge_t *
@@ -76,6 +91,7 @@ mx_api_reader_register_metrics (void)
         s_counter (s_outcomes [i]);
     s_cache_hits ();
     s_cache_misses ();
+    s_cache_waited ();
     mx_metrics_gauge_set (s_cache_entries (), 0);
     mx_metrics_gauge_set (s_cache_bytes (), 0);
 }
@@ -457,6 +473,22 @@ s_matches (const char *if_none_match, const char *etag)
     return false;
 }
 
+//  The answer of a cached document (doc, malloc'd, taken): 304 when
+//  if_none_match names its version, else 200 with it.
+static void
+s_answer_doc (s_answer_t *answer, const char *if_none_match, int64_t version, char *doc)
+{
+    s_etag (version, answer->etag, sizeof answer->etag);
+    if (*if_none_match && s_matches (if_none_match, answer->etag)) {
+        free (doc);
+        answer->status = 304;
+    }
+    else {
+        answer->body = doc;
+        answer->status = 200;
+    }
+}
+
 bool
 mx_api_reader_cached (mx_doc_cache_t *cache, const char *path, bool has_args,
                       const char *if_none_match, int *status, char **etag, char **body)
@@ -516,13 +548,29 @@ s_flight_batch (s_reader_t *self, mx_cmd_API_GET_t *const *gets, size_t count, s
         else
             s_error (&answers [i], 400, "bad_flid", "FLID '%.32s' is not a positive whole number", flid_text);
     }
+    //  A flight missed by http may be one a write is committing: its
+    //  document comes with the write's end, sooner than PostgreSQL's
+    //  answer behind a draining backlog.
+    mx_doc_cache_t *cache = self->args->doc_cache;
+    size_t unread = 0;
+    for (size_t v = 0; v < valid; v++) {
+        int64_t version = 0;
+        char *doc = NULL;
+        if (!mx_doc_cache_await (cache, flids [v], S_WRITE_WAIT_MS, &version, &doc, NULL, NULL)) {
+            flids [unread] = flids [v];
+            asked [unread++] = asked [v];
+            continue;
+        }
+        mx_metrics_add (s_cache_waited (), 1);
+        s_answer_doc (&answers [asked [v]], gets [asked [v]]->etag, version, doc);
+    }
+    valid = unread;
     if (valid == 0)
         return;
     s_answer_t *first = &answers [asked [0]];
     mx_flight_t *flights [S_BATCH_MAX] = { NULL };
     char *error = NULL;
     //  Before the read: a flight changed after it is refused by the cache.
-    mx_doc_cache_t *cache = self->args->doc_cache;
     uint64_t ticket = mx_doc_cache_ticket (cache);
     bool caching = mx_doc_cache_enabled (cache);
     if (!s_ready (self, first))

@@ -252,6 +252,7 @@ s_flights_committed (s_processor_t *self)
 typedef struct {
     int64_t *flids;
     size_t count;
+    uint64_t token;             //  of the write (mx_doc_cache_write_begin)
     bool blind;                 //  no memory to name them: the cache is off meanwhile
 } s_doc_write_t;
 
@@ -310,44 +311,55 @@ s_doc_write_begin (s_processor_t *self, s_doc_write_t *write)
     for (mx_flight_t *flight = (mx_flight_t *) zlistx_first (self->flights_owed); flight;
          flight = (mx_flight_t *) zlistx_next (self->flights_owed))
         write->flids [write->count++] = flight->flid;
-    mx_doc_cache_write_begin (cache, write->flids, write->count, NULL);
+    write->token = mx_doc_cache_write_begin (cache, write->flids, write->count, NULL);
 }
 
 //  Ends the write. When it committed, every flight of the batch gets its
 //  new document in the cache (the committed states, in self->flights by
-//  now), with a ticket taken after the end: the flights that change are
+//  now), stored by the write's end itself: the flights that change are
 //  those of the operating window, the ones readers ask for, and a read of
 //  them under a drain is then a hit instead of a wait for PostgreSQL
-//  behind the drain (the cache's bounds and its LRU order keep what is
-//  written or read most recently). The document is the KAFKA:schd text of
-//  the flight's last change when that change is the committed state (a
-//  change undone by a savepoint leaves a version the flight does not
-//  have), else rendered: the same bytes the reader renders (test_flight
-//  checks the text against json_dumps of the document). Copies, not
-//  renders, so the flights are misses for as short a time as can be.
+//  behind the drain; a read that came while the write was under way waits
+//  for its end and finds the document (mx_doc_cache_await). The cache's
+//  bounds and its LRU order keep what is written or read most recently.
+//  The document is the KAFKA:schd text of the flight's last change when
+//  that change is the committed state (a change undone by a savepoint
+//  leaves a version the flight does not have), else rendered into the
+//  stash: the same bytes the reader renders (test_flight checks the text
+//  against json_dumps of the document).
 static void
 s_doc_write_end (s_processor_t *self, s_doc_write_t *write, bool committed)
 {
     mx_doc_cache_t *cache = self->args->doc_cache;
-    if (write->blind)
+    if (write->blind) {
         mx_doc_cache_enable (cache);
-    else
-        mx_doc_cache_invalidate (cache, write->flids, write->count);
-    uint64_t ticket = mx_doc_cache_ticket (cache);
-    for (size_t i = 0; committed && self->zone && i < write->count; i++) {
+        zhashx_purge (self->doc_stash);
+        *write = (s_doc_write_t) { 0 };
+        return;
+    }
+    mx_doc_cache_doc_t *docs = committed && self->zone && write->count
+                             ? (mx_doc_cache_doc_t *) calloc (write->count, sizeof *docs) : NULL;
+    size_t doc_count = 0;
+    for (size_t i = 0; docs && i < write->count; i++) {
         char key [24];
         snprintf (key, sizeof key, "%" PRId64, write->flids [i]);
         const mx_flight_t *flight = (const mx_flight_t *) zhashx_lookup (self->flights, key);
         if (!flight)
             continue;
-        const s_stashed_t *stashed = (const s_stashed_t *) zhashx_lookup (self->doc_stash, key);
-        const mx_text_t *text = &self->doc_state;
-        if (stashed && stashed->version == flight->state_version)
-            text = &stashed->text;
-        else
-            mx_flight_state_text_into (flight, self->zone, &self->doc_state);
-        mx_doc_cache_put (cache, ticket, flight->flid, flight->state_version, text->data, text->size);
+        s_stashed_t *stashed = (s_stashed_t *) zhashx_lookup (self->doc_stash, key);
+        if (!stashed || stashed->version != flight->state_version) {
+            if (!stashed && (stashed = (s_stashed_t *) calloc (1, sizeof *stashed)))
+                zhashx_insert (self->doc_stash, key, stashed);
+            if (!stashed)
+                continue;               //  out of memory: a miss, read again
+            stashed->version = flight->state_version;
+            mx_flight_state_text_into (flight, self->zone, &stashed->text);
+        }
+        docs [doc_count++] = (mx_doc_cache_doc_t) { flight->flid, flight->state_version,
+                                                    stashed->text.data, stashed->text.size };
     }
+    mx_doc_cache_write_end (cache, write->token, write->flids, write->count, docs, doc_count);
+    free (docs);
     zhashx_purge (self->doc_stash);
     free (write->flids);
     *write = (s_doc_write_t) { 0 };

@@ -1,9 +1,11 @@
 /*  mx_doc_cache - see mx_doc_cache.h.  */
 #include "mx_doc_cache.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 //  What entries and records share: a chain in their hash table and a
 //  place in their age list (oldest first).
@@ -25,6 +27,7 @@ typedef struct {
 typedef struct {
     s_node_t node;
     uint64_t seq;                   //  of the flight's last invalidation
+    uint64_t began;                 //  token of the last write begun
     int pending;                    //  writes begun and not ended: no hit, no put
 } s_record_t;
 
@@ -39,6 +42,7 @@ typedef struct {
 
 struct mx_doc_cache_t {
     pthread_mutex_t lock;
+    pthread_cond_t ended;           //  a write ended (or the cache was turned off)
     s_table_t entries;              //  s_entry_t, age = last use (LRU)
     s_table_t records;              //  s_record_t, age = last invalidation
     size_t max_entries;
@@ -47,9 +51,12 @@ struct mx_doc_cache_t {
     size_t bytes;
     uint64_t seq;                   //  of the last invalidation (or enable/disable)
     uint64_t floor;                 //  tickets below it are refused
+    uint64_t writes;                //  token of the last write begun
     bool enabled;
     uint64_t hits;
     uint64_t misses;
+    uint64_t waits;
+    size_t waiting;
 };
 
 //  ---------------------------------------------------------------------
@@ -169,6 +176,17 @@ mx_doc_cache_new (size_t max_entries, size_t max_bytes, size_t records)
         free (self);
         return NULL;
     }
+    //  Waits are bounded in monotonic time: a clock step never stretches one.
+    pthread_condattr_t attributes;
+    bool made = pthread_condattr_init (&attributes) == 0;
+    made = made && pthread_condattr_setclock (&attributes, CLOCK_MONOTONIC) == 0
+                && pthread_cond_init (&self->ended, &attributes) == 0;
+    pthread_condattr_destroy (&attributes);
+    if (!made) {
+        pthread_mutex_destroy (&self->lock);
+        free (self);
+        return NULL;
+    }
     if (s_table_init (&self->entries, max_entries) || s_table_init (&self->records, records)) {
         mx_doc_cache_destroy (&self);
         return NULL;
@@ -186,6 +204,7 @@ mx_doc_cache_destroy (mx_doc_cache_t **self_p)
         s_clear (self);
     free (self->entries.buckets);
     free (self->records.buckets);
+    pthread_cond_destroy (&self->ended);
     pthread_mutex_destroy (&self->lock);
     free (self);
     *self_p = NULL;
@@ -213,6 +232,7 @@ mx_doc_cache_disable (mx_doc_cache_t *self)
     self->enabled = false;
     s_clear (self);
     self->floor = ++self->seq;
+    pthread_cond_broadcast (&self->ended);
     pthread_mutex_unlock (&self->lock);
 }
 
@@ -262,15 +282,17 @@ s_record (mx_doc_cache_t *self, int64_t flid, uint64_t seq)
     return record;
 }
 
-void
+uint64_t
 mx_doc_cache_write_begin (mx_doc_cache_t *self, const int64_t *flids, size_t count, bool *had)
 {
     if (had)
         memset (had, 0, count * sizeof *had);
     if (!self || count == 0)
-        return;
+        return 0;
     pthread_mutex_lock (&self->lock);
-    if (self->enabled)
+    uint64_t token = 0;
+    if (self->enabled) {
+        token = ++self->writes;
         for (size_t i = 0; i < count; i++) {
             s_entry_t *entry = (s_entry_t *) s_table_find (&self->entries, flids [i]);
             if (entry)
@@ -278,24 +300,28 @@ mx_doc_cache_write_begin (mx_doc_cache_t *self, const int64_t *flids, size_t cou
             if (had)
                 had [i] = entry != NULL;
             s_record_t *record = s_record (self, flids [i], self->seq);
-            if (record)
+            if (record) {
                 record->pending++;
+                record->began = token;
+            }
             else {
                 //  Cannot hold this flight off: nothing is served until enabled again.
                 s_clear (self);
                 self->enabled = false;
+                pthread_cond_broadcast (&self->ended);
                 break;
             }
         }
+    }
     pthread_mutex_unlock (&self->lock);
+    return token;
 }
 
-void
-mx_doc_cache_invalidate (mx_doc_cache_t *self, const int64_t *flids, size_t count)
+//  The end of a write of flids, under the lock: entries dropped, records
+//  at a new sequence, waiters woken.
+static void
+s_write_ended (mx_doc_cache_t *self, const int64_t *flids, size_t count)
 {
-    if (!self || count == 0)
-        return;
-    pthread_mutex_lock (&self->lock);
     uint64_t seq = ++self->seq;
     //  Disabled: empty, and enabling raises the floor past this anyway.
     if (self->enabled)
@@ -310,6 +336,65 @@ mx_doc_cache_invalidate (mx_doc_cache_t *self, const int64_t *flids, size_t coun
                     record->pending--;
             }
         }
+    if (self->waiting)
+        pthread_cond_broadcast (&self->ended);
+}
+
+void
+mx_doc_cache_write_end (mx_doc_cache_t *self, uint64_t token, const int64_t *flids, size_t count,
+                        const mx_doc_cache_doc_t *docs, size_t doc_count)
+{
+    if (!self)
+        return;
+    //  The copies are made outside the lock; NULL where not stored.
+    s_entry_t **fresh = doc_count ? (s_entry_t **) calloc (doc_count, sizeof *fresh) : NULL;
+    for (size_t d = 0; fresh && d < doc_count; d++) {
+        if (docs [d].size > self->max_bytes)
+            continue;
+        fresh [d] = (s_entry_t *) calloc (1, sizeof **fresh);
+        char *copy = fresh [d] ? (char *) malloc (docs [d].size + 1) : NULL;
+        if (!copy) {
+            free (fresh [d]);
+            fresh [d] = NULL;
+            continue;
+        }
+        memcpy (copy, docs [d].doc, docs [d].size);
+        copy [docs [d].size] = '\0';
+        *fresh [d] = (s_entry_t) { .node.flid = docs [d].flid, .version = docs [d].version,
+                                   .size = docs [d].size, .doc = copy };
+    }
+    pthread_mutex_lock (&self->lock);
+    s_write_ended (self, flids, count);
+    for (size_t d = 0; fresh && self->enabled && token && d < doc_count; d++) {
+        if (!fresh [d])
+            continue;
+        //  Held by this write alone, to its end: no write began after it.
+        const s_record_t *record = (const s_record_t *) s_table_find (&self->records, docs [d].flid);
+        if (!record || record->began != token || record->pending
+        ||  s_table_find (&self->entries, docs [d].flid))
+            continue;
+        s_table_add (&self->entries, &fresh [d]->node);
+        self->bytes += fresh [d]->size;
+        fresh [d] = NULL;
+    }
+    while (self->entries.count > self->max_entries || self->bytes > self->max_bytes)
+        s_entry_drop (self, (s_entry_t *) self->entries.oldest);
+    pthread_mutex_unlock (&self->lock);
+    for (size_t d = 0; fresh && d < doc_count; d++)
+        if (fresh [d]) {
+            free (fresh [d]->doc);
+            free (fresh [d]);
+        }
+    free (fresh);
+}
+
+void
+mx_doc_cache_invalidate (mx_doc_cache_t *self, const int64_t *flids, size_t count)
+{
+    if (!self || count == 0)
+        return;
+    pthread_mutex_lock (&self->lock);
+    s_write_ended (self, flids, count);
     pthread_mutex_unlock (&self->lock);
 }
 
@@ -372,16 +457,10 @@ mx_doc_cache_put (mx_doc_cache_t *self, uint64_t ticket, int64_t flid, int64_t v
     return stored;
 }
 
-bool
-mx_doc_cache_get (mx_doc_cache_t *self, int64_t flid, int64_t *version, char **doc, size_t *size)
+//  The lookup of mx_doc_cache_get, under the lock, the hit or miss counted.
+static bool
+s_lookup (mx_doc_cache_t *self, int64_t flid, int64_t *version, char **doc, size_t *size)
 {
-    if (!self)
-        return false;
-    pthread_mutex_lock (&self->lock);
-    if (!self->enabled) {
-        pthread_mutex_unlock (&self->lock);
-        return false;
-    }
     s_entry_t *entry = (s_entry_t *) s_table_find (&self->entries, flid);
     bool hit = entry != NULL;
     if (entry && doc) {
@@ -402,6 +481,56 @@ mx_doc_cache_get (mx_doc_cache_t *self, int64_t flid, int64_t *version, char **d
     }
     else
         self->misses++;
+    return hit;
+}
+
+bool
+mx_doc_cache_get (mx_doc_cache_t *self, int64_t flid, int64_t *version, char **doc, size_t *size)
+{
+    if (!self)
+        return false;
+    pthread_mutex_lock (&self->lock);
+    bool hit = self->enabled && s_lookup (self, flid, version, doc, size);
+    pthread_mutex_unlock (&self->lock);
+    return hit;
+}
+
+//  True while a write of flid is under way and its entry is absent.
+static bool
+s_held_off (mx_doc_cache_t *self, int64_t flid)
+{
+    const s_record_t *record = (const s_record_t *) s_table_find (&self->records, flid);
+    return self->enabled && record && record->pending && !s_table_find (&self->entries, flid);
+}
+
+bool
+mx_doc_cache_await (mx_doc_cache_t *self, int64_t flid, int wait_ms, int64_t *version,
+                    char **doc, size_t *size, bool *waited)
+{
+    if (waited)
+        *waited = false;
+    if (!self)
+        return false;
+    pthread_mutex_lock (&self->lock);
+    if (wait_ms > 0 && s_held_off (self, flid)) {
+        struct timespec deadline;
+        clock_gettime (CLOCK_MONOTONIC, &deadline);
+        deadline.tv_sec += wait_ms / 1000;
+        deadline.tv_nsec += (long) (wait_ms % 1000) * 1000000L;
+        if (deadline.tv_nsec >= 1000000000L) {
+            deadline.tv_sec++;
+            deadline.tv_nsec -= 1000000000L;
+        }
+        self->waits++;
+        self->waiting++;
+        if (waited)
+            *waited = true;
+        int rc = 0;
+        while (rc != ETIMEDOUT && s_held_off (self, flid))
+            rc = pthread_cond_timedwait (&self->ended, &self->lock, &deadline);
+        self->waiting--;
+    }
+    bool hit = self->enabled && s_lookup (self, flid, version, doc, size);
     pthread_mutex_unlock (&self->lock);
     return hit;
 }
@@ -418,6 +547,8 @@ mx_doc_cache_stats (mx_doc_cache_t *self, mx_doc_cache_stats_t *stats)
     stats->records = self->records.count;
     stats->hits = self->hits;
     stats->misses = self->misses;
+    stats->waits = self->waits;
+    stats->waiting = self->waiting;
     stats->enabled = self->enabled;
     pthread_mutex_unlock (&self->lock);
 }

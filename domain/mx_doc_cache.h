@@ -10,10 +10,12 @@
     instance is the writer (mx_doc_cache_enable; disabled and emptied the
     moment it stops being one). Every writer of flight state, holding the
     rows locked, calls mx_doc_cache_write_begin with the flights it
-    changes before its COMMIT (from then on they are misses, read from
-    PostgreSQL, and nothing enters for them) and mx_doc_cache_invalidate
-    after the commit's outcome is known, before anything downstream can
-    learn of the change. A reader takes a ticket (mx_doc_cache_ticket)
+    changes before its COMMIT (from then on they are misses and nothing
+    enters for them) and mx_doc_cache_write_end (or _invalidate) after the
+    commit's outcome is known, before anything downstream can learn of the
+    change; the write's end may store the documents it committed. A reader
+    that misses while a write of its flight is under way may wait for its
+    end (mx_doc_cache_await) instead of reading PostgreSQL. A reader takes a ticket (mx_doc_cache_ticket)
     before it reads PostgreSQL and offers what it read with that ticket
     (mx_doc_cache_put): refused while a write of the flight is under way or
     if the flight was invalidated after the ticket was taken, so a read
@@ -58,12 +60,31 @@ bool
     mx_doc_cache_enabled (mx_doc_cache_t *self);
 
 //  A write of the flights is about to commit: their entries go, and until
-//  mx_doc_cache_invalidate ends it they are misses and no put enters.
-//  Writers never hold one flight at once (the row locks keep them apart).
-//  had (count of them, or NULL) tells which had an entry: the writer may
-//  put their new documents after the end, with a ticket taken then.
-void
+//  the write ends (mx_doc_cache_write_end, or mx_doc_cache_invalidate)
+//  they are misses and no put enters. Writers never hold one flight at
+//  once (the row locks keep them apart). had (count of them, or NULL)
+//  tells which had an entry. Returns the write's token for
+//  mx_doc_cache_write_end (0 when the cache is off).
+uint64_t
     mx_doc_cache_write_begin (mx_doc_cache_t *self, const int64_t *flids, size_t count, bool *had);
+
+//  A flight's document as a write committed it.
+typedef struct {
+    int64_t flid;
+    int64_t version;
+    const char *doc;
+    size_t size;
+} mx_doc_cache_doc_t;
+
+//  Ends the write begun with token as mx_doc_cache_invalidate does and,
+//  in the same step, stores docs: the committed documents of its flights
+//  (none when the commit failed or its outcome is unknown). A reader
+//  waiting for the write (mx_doc_cache_await) wakes to them. A document is
+//  stored only if no other write of its flight began after this one (a
+//  later writer's state is newer) and it fits the byte bound.
+void
+    mx_doc_cache_write_end (mx_doc_cache_t *self, uint64_t token, const int64_t *flids, size_t count,
+                            const mx_doc_cache_doc_t *docs, size_t doc_count);
 
 //  The flights changed (or may have: a commit whose outcome is unknown);
 //  ends a write begun (also alone). Their entries go, and a put with a
@@ -89,12 +110,22 @@ bool
 bool
     mx_doc_cache_get (mx_doc_cache_t *self, int64_t flid, int64_t *version, char **doc, size_t *size);
 
+//  As mx_doc_cache_get; and on a miss while a write of the flight is under
+//  way, waits for the write to end, at most wait_ms, and looks again: the
+//  documents the write stored are hits. *waited (or NULL) tells whether it
+//  waited. Never waits when wait_ms <= 0 or the cache is off.
+bool
+    mx_doc_cache_await (mx_doc_cache_t *self, int64_t flid, int wait_ms, int64_t *version,
+                        char **doc, size_t *size, bool *waited);
+
 typedef struct {
     size_t entries;
     size_t bytes;
     size_t records;             //  invalidation records held
     uint64_t hits;
     uint64_t misses;
+    uint64_t waits;             //  lookups that waited for a write to end
+    size_t waiting;             //  threads waiting now
     bool enabled;
 } mx_doc_cache_stats_t;
 

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,6 +196,166 @@ test_write_under_way_holds_the_flight_off (void **state)
     mx_doc_cache_destroy (&cache);
 }
 
+//  A write's end stores the documents it committed, in the same step as
+//  it ends the hold: no moment in between when the flight is a miss.
+static void
+test_write_end_stores_what_it_committed (void **state)
+{
+    (void) state;
+    mx_doc_cache_t *cache = s_cache (16, 4096, 0);
+    assert_true (s_put (cache, 5, 1));
+    int64_t flids [] = { 5, 6 };
+    uint64_t token = mx_doc_cache_write_begin (cache, flids, 2, NULL);
+    assert_true (token > 0);
+    assert_false (s_has (cache, 5));
+    mx_doc_cache_doc_t docs [] = { { 5, 2, "five-2", 6 }, { 6, 1, "six-1", 5 } };
+    mx_doc_cache_write_end (cache, token, flids, 2, docs, 2);
+    int64_t version = 0;
+    char *doc = NULL;
+    size_t size = 0;
+    assert_true (mx_doc_cache_get (cache, 5, &version, &doc, &size));
+    assert_int_equal (version, 2);
+    assert_string_equal (doc, "five-2");
+    assert_int_equal (size, 6);
+    free (doc);
+    assert_true (mx_doc_cache_get (cache, 6, &version, NULL, NULL));
+    assert_int_equal (version, 1);
+    //  A write that failed ends with no documents: the flights are misses.
+    token = mx_doc_cache_write_begin (cache, flids, 2, NULL);
+    mx_doc_cache_write_end (cache, token, flids, 2, NULL, 0);
+    assert_false (s_has (cache, 5));
+    assert_false (s_has (cache, 6));
+    mx_doc_cache_destroy (&cache);
+}
+
+//  Another writer took the flight after this write committed (its own
+//  write begun and even ended before this one's end): this write's
+//  document is older and never enters.
+static void
+test_write_end_never_stores_over_a_later_write (void **state)
+{
+    (void) state;
+    mx_doc_cache_t *cache = s_cache (16, 4096, 0);
+    int64_t flid = 9;
+    uint64_t first = mx_doc_cache_write_begin (cache, &flid, 1, NULL);
+    uint64_t second = mx_doc_cache_write_begin (cache, &flid, 1, NULL);
+    assert_true (second > first);
+    mx_doc_cache_invalidate (cache, &flid, 1);              //  the later write ends first
+    mx_doc_cache_doc_t doc = { 9, 1, "old", 3 };
+    mx_doc_cache_write_end (cache, first, &flid, 1, &doc, 1);
+    assert_false (s_has (cache, 9));
+    //  Off: no token, nothing stored.
+    mx_doc_cache_disable (cache);
+    assert_int_equal (mx_doc_cache_write_begin (cache, &flid, 1, NULL), 0);
+    mx_doc_cache_enable (cache);
+    mx_doc_cache_write_end (cache, 0, &flid, 1, &doc, 1);
+    assert_false (s_has (cache, 9));
+    mx_doc_cache_destroy (&cache);
+}
+
+typedef struct {
+    mx_doc_cache_t *cache;
+    int64_t flid;
+    bool hit;
+    bool waited;
+    int64_t version;
+    char *doc;
+} s_waiter_t;
+
+static void *
+s_await (void *arg)
+{
+    s_waiter_t *waiter = (s_waiter_t *) arg;
+    waiter->hit = mx_doc_cache_await (waiter->cache, waiter->flid, 60000, &waiter->version,
+                                      &waiter->doc, NULL, &waiter->waited);
+    return NULL;
+}
+
+//  Blocks until n threads wait in the cache (they get there in
+//  microseconds; the bound only ends a broken test).
+static void
+s_until_waiting (mx_doc_cache_t *cache, size_t n)
+{
+    mx_doc_cache_stats_t stats;
+    for (long spins = 0; spins < 100000000L; spins++) {
+        mx_doc_cache_stats (cache, &stats);
+        if (stats.waiting == n)
+            return;
+        sched_yield ();
+    }
+    fail_msg ("no thread came to wait in the cache");
+}
+
+//  A read that misses while a write of its flight is under way waits for
+//  the write's end and gets the document it stored; without a write under
+//  way it does not wait at all.
+static void
+test_await_gets_the_document_of_the_write_under_way (void **state)
+{
+    (void) state;
+    mx_doc_cache_t *cache = s_cache (16, 4096, 0);
+    int64_t version = 0;
+    bool waited = true;
+    assert_false (mx_doc_cache_await (cache, 3, 60000, &version, NULL, NULL, &waited));
+    assert_false (waited);
+    int64_t flid = 3;
+    uint64_t token = mx_doc_cache_write_begin (cache, &flid, 1, NULL);
+    s_waiter_t waiter = { .cache = cache, .flid = 3 };
+    pthread_t thread;
+    assert_int_equal (pthread_create (&thread, NULL, s_await, &waiter), 0);
+    s_until_waiting (cache, 1);
+    mx_doc_cache_doc_t doc = { 3, 4, "three-4", 7 };
+    mx_doc_cache_write_end (cache, token, &flid, 1, &doc, 1);
+    pthread_join (thread, NULL);
+    assert_true (waiter.hit);
+    assert_true (waiter.waited);
+    assert_int_equal (waiter.version, 4);
+    assert_string_equal (waiter.doc, "three-4");
+    free (waiter.doc);
+    mx_doc_cache_stats_t stats;
+    mx_doc_cache_stats (cache, &stats);
+    assert_int_equal (stats.waits, 1);
+    assert_int_equal (stats.waiting, 0);
+    mx_doc_cache_destroy (&cache);
+}
+
+//  A waiting read ends, a miss, when the write ends without a document or
+//  the cache is turned off; and a wait is bounded.
+static void
+test_await_ends_without_a_document (void **state)
+{
+    (void) state;
+    mx_doc_cache_t *cache = s_cache (16, 4096, 0);
+    int64_t flid = 4;
+    mx_doc_cache_write_begin (cache, &flid, 1, NULL);
+    s_waiter_t waiter = { .cache = cache, .flid = 4 };
+    pthread_t thread;
+    assert_int_equal (pthread_create (&thread, NULL, s_await, &waiter), 0);
+    s_until_waiting (cache, 1);
+    mx_doc_cache_invalidate (cache, &flid, 1);
+    pthread_join (thread, NULL);
+    assert_false (waiter.hit);
+    assert_true (waiter.waited);
+
+    mx_doc_cache_write_begin (cache, &flid, 1, NULL);
+    waiter = (s_waiter_t) { .cache = cache, .flid = 4 };
+    assert_int_equal (pthread_create (&thread, NULL, s_await, &waiter), 0);
+    s_until_waiting (cache, 1);
+    mx_doc_cache_disable (cache);
+    pthread_join (thread, NULL);
+    assert_false (waiter.hit);
+    assert_true (waiter.waited);
+
+    //  Nobody ends the write: the read gives up after its bound.
+    mx_doc_cache_enable (cache);
+    mx_doc_cache_write_begin (cache, &flid, 1, NULL);
+    int64_t version = 0;
+    bool waited = false;
+    assert_false (mx_doc_cache_await (cache, 4, 1, &version, NULL, NULL, &waited));
+    assert_true (waited);
+    mx_doc_cache_destroy (&cache);
+}
+
 //  Records are bounded: when the record of a flight goes, the floor rises
 //  to its sequence and every ticket older than it is refused, for any
 //  flight.
@@ -247,8 +408,9 @@ test_disable_and_enable (void **state)
 }
 
 //  Readers and a writer on several threads (run under TSan too): the
-//  writer begins, commits (a version in the "database"), invalidates;
-//  readers look up, and on a miss take a ticket, read and put. A hit is
+//  writer begins, commits (a version in the "database"), ends the write
+//  (with the committed document or without); readers look up (or wait for
+//  a write under way), and on a miss take a ticket, read and put. A hit is
 //  never older than what was committed before the lookup.
 #define S_FLIGHTS 64
 #define S_ROUNDS 20000
@@ -268,11 +430,16 @@ s_writer (void *arg)
     unsigned seed = 1;
     for (int round = 0; round < S_ROUNDS; round++) {
         int64_t flid = (int64_t) (rand_r (&seed) % S_FLIGHTS);
-        mx_doc_cache_write_begin (shared->cache, &flid, 1, NULL);
+        uint64_t token = mx_doc_cache_write_begin (shared->cache, &flid, 1, NULL);
         pthread_mutex_lock (&shared->lock);
-        shared->versions [flid]++;                          //  commit
+        int64_t version = ++shared->versions [flid];        //  commit
         pthread_mutex_unlock (&shared->lock);
-        mx_doc_cache_invalidate (shared->cache, &flid, 1);  //  then invalidate
+        //  Then the end: with the committed document every other round.
+        mx_doc_cache_doc_t doc = { flid, version, "doc", 3 };
+        if (round % 2)
+            mx_doc_cache_write_end (shared->cache, token, &flid, 1, &doc, 1);
+        else
+            mx_doc_cache_invalidate (shared->cache, &flid, 1);
     }
     return NULL;
 }
@@ -289,7 +456,9 @@ s_reader (void *arg)
         pthread_mutex_lock (&shared->lock);
         int64_t floor = shared->versions [flid];
         pthread_mutex_unlock (&shared->lock);
-        if (mx_doc_cache_get (shared->cache, flid, &cached, NULL, NULL)) {
+        bool hit = round % 2 ? mx_doc_cache_get (shared->cache, flid, &cached, NULL, NULL)
+                             : mx_doc_cache_await (shared->cache, flid, 5, &cached, NULL, NULL, NULL);
+        if (hit) {
             if (cached < floor)
                 __atomic_add_fetch (&shared->stale, 1, __ATOMIC_SEQ_CST);
             continue;
@@ -337,6 +506,10 @@ main (void)
         cmocka_unit_test (test_invalidate_drops_the_entry),
         cmocka_unit_test (test_read_racing_a_commit_is_refused),
         cmocka_unit_test (test_write_under_way_holds_the_flight_off),
+        cmocka_unit_test (test_write_end_stores_what_it_committed),
+        cmocka_unit_test (test_write_end_never_stores_over_a_later_write),
+        cmocka_unit_test (test_await_gets_the_document_of_the_write_under_way),
+        cmocka_unit_test (test_await_ends_without_a_document),
         cmocka_unit_test (test_floor_rises_when_a_record_goes),
         cmocka_unit_test (test_disable_and_enable),
         cmocka_unit_test (test_concurrent_readers_and_writer),
