@@ -424,10 +424,37 @@ s_want_flights (mx_flightset_t *flights, const mx_apply_msg_t *m)
         mx_flightset_add (flights, mx_apply_flight_id (m, i));
 }
 
-//  The events of one change, streamed into the outbox COPY in order.
+//  A flight's newest state in the open COPY, for its one KAFKA:schd event.
+//  The compacted topic carries the latest state of a flight, not every
+//  step (docs/consumers.md), and the events of one transaction become
+//  visible together, so the dispatcher would merge a flight's earlier
+//  ones of it away unsent: they are not written at all.
+typedef struct {
+    int64_t flid;
+    int64_t version;
+    int64_t msg_id;
+    bool tombstone;
+    mx_text_t state;
+} s_schd_t;
+
+static void
+s_schd_free (void **item)
+{
+    s_schd_t *schd = (s_schd_t *) *item;
+    if (schd)
+        free (schd->state.data);
+    free (schd);
+    *item = NULL;
+}
+
+//  The events of the messages applied together: each change's KAFKA:msg
+//  event streamed into the outbox COPY in order, and each changed flight's
+//  KAFKA:schd event at its newest state at the end.
 typedef struct {
     s_processor_t *self;
     mx_bulk_copy_t *copy;
+    zhashx_t *schd;             //  flid -> s_schd_t, owned
+    zlistx_t *schd_order;       //  s_schd_t *, in the order the flights first changed
 } s_events_t;
 
 static void
@@ -445,10 +472,36 @@ s_change_events (void *arg, const mx_change_t *change)
     mx_event_type_t type = change->tombstone ? MX_EVENT_TOMBSTONE : MX_EVENT_UPSERT;
     mx_bulk_event_t msg_event = { MX_TARGET_MSG, type, after->flid, after->state_version, change->msg_id,
                                   self->doc_msg.data };
-    mx_bulk_event_t schd_event = { MX_TARGET_SCHD, type, after->flid, after->state_version, change->msg_id,
-                                   change->tombstone ? NULL : self->doc_state.data };
     mx_bulk_events_put (events->copy, &msg_event);
-    mx_bulk_events_put (events->copy, &schd_event);
+    char key [24];
+    snprintf (key, sizeof key, "%" PRId64, after->flid);
+    s_schd_t *schd = (s_schd_t *) zhashx_lookup (events->schd, key);
+    if (!schd) {
+        schd = (s_schd_t *) calloc (1, sizeof *schd);
+        assert (schd);
+        schd->flid = after->flid;
+        zhashx_insert (events->schd, key, schd);
+        zlistx_add_end (events->schd_order, schd);
+    }
+    schd->version = after->state_version;
+    schd->msg_id = change->msg_id;
+    schd->tombstone = change->tombstone;
+    mx_text_reset (&schd->state);
+    if (!change->tombstone)
+        mx_text_append (&schd->state, self->doc_state.data, self->doc_state.size);
+}
+
+//  Each changed flight's KAFKA:schd event, at its newest state.
+static void
+s_schd_events (s_events_t *events)
+{
+    for (const s_schd_t *schd = (const s_schd_t *) zlistx_first (events->schd_order); schd;
+         schd = (const s_schd_t *) zlistx_next (events->schd_order)) {
+        mx_bulk_event_t event = { MX_TARGET_SCHD, schd->tombstone ? MX_EVENT_TOMBSTONE : MX_EVENT_UPSERT,
+                                  schd->flid, schd->version, schd->msg_id,
+                                  schd->tombstone ? NULL : schd->state.data };
+        mx_bulk_events_put (events->copy, &event);
+    }
 }
 
 //  Applies messages [0, count) in order onto the loaded flights, streaming
@@ -461,13 +514,24 @@ s_apply (s_processor_t *self, mx_apply_msg_t **messages, size_t count, mx_flight
     size_t most = 0;
     for (size_t i = 0; i < count; i++)
         most += mx_apply_most_events (messages [i]);
-    s_events_t events = { self, NULL };
+    s_events_t events = { self, NULL, zhashx_new (), zlistx_new () };
+    assert (events.schd && events.schd_order);
+    zhashx_set_destructor (events.schd, s_schd_free);
+    int rc = 0;
     if (most && mx_bulk_events_open (self->pg, most, now, &events.copy, error))
-        return -1;
-    mx_apply_rules_t rules = s_rules (self);
-    for (size_t i = 0; i < count; i++)
-        mx_apply_message (&rules, messages [i], flights, now, s_change_events, &events);
-    return events.copy ? mx_bulk_events_close (&events.copy, error) : 0;
+        rc = -1;
+    else {
+        mx_apply_rules_t rules = s_rules (self);
+        for (size_t i = 0; i < count; i++)
+            mx_apply_message (&rules, messages [i], flights, now, s_change_events, &events);
+        if (events.copy) {
+            s_schd_events (&events);
+            rc = mx_bulk_events_close (&events.copy, error);
+        }
+    }
+    zlistx_destroy (&events.schd_order);
+    zhashx_destroy (&events.schd);
+    return rc;
 }
 
 //  Each changed flight once, at its final state.

@@ -160,12 +160,16 @@ s_compare (const void *a, const void *b)
 static void
 s_assert_events_match_versions (fixture_t *fx)
 {
+    //  KAFKA:msg: every version once, 1 to the flight's. KAFKA:schd: no
+    //  version twice, up to the flight's (a flight changed more than once
+    //  by the messages applied together has one event, at its newest).
     mx_testpg_expect (fx->conn,
         "SELECT count(*) FROM ("
         " SELECT target, flid, count(*) AS n, count(DISTINCT state_version) AS d, min(state_version) AS lo,"
         "        max(state_version) AS hi FROM msg_event GROUP BY target, flid) e"
         " JOIN flight_schd f USING (flid)"
-        " WHERE e.n <> e.d OR e.lo <> 1 OR e.hi <> e.n OR e.hi <> f.state_version", "0");
+        " WHERE e.n <> e.d OR e.hi <> f.state_version"
+        "    OR (e.target = 'KAFKA:msg' AND (e.lo <> 1 OR e.hi <> e.n))", "0");
     //  Delivery order (event_id) follows the versions of each flight.
     mx_testpg_expect (fx->conn,
         "SELECT count(*) FROM (SELECT state_version < lag (state_version) OVER"
@@ -173,6 +177,13 @@ s_assert_events_match_versions (fixture_t *fx)
     mx_testpg_expect (fx->conn,
         "SELECT count(*) FROM flight_schd f WHERE NOT EXISTS"
         " (SELECT 1 FROM msg_event e WHERE e.flid = f.flid AND e.target = 'KAFKA:schd')", "0");
+    //  A KAFKA:schd document is the state of the KAFKA:msg event of the
+    //  same version.
+    mx_testpg_expect (fx->conn,
+        "SELECT count(*) FROM msg_event s JOIN msg_event m USING (flid, state_version)"
+        " WHERE s.target = 'KAFKA:schd' AND m.target = 'KAFKA:msg'"
+        "   AND s.payload::jsonb IS DISTINCT FROM"
+        "       CASE WHEN s.event_type = 'TOMBSTONE' THEN NULL ELSE m.payload::jsonb -> 'state' END", "0");
 }
 
 //  ---------------------------------------------------------------------
@@ -574,6 +585,16 @@ test_read_ahead_batches_settle_every_outcome (void **state)
     //  Five transactions of three at most: batching went on throughout.
     mx_testpg_expect (fx->conn, "SELECT count(DISTINCT tx) <= 5 FROM mx_test_tx", "t");
     s_assert_events_match_versions (fx);
+    //  Every change has its KAFKA:msg event; KAFKA:schd has one per flight
+    //  and transaction that changed it, at the newest state (a batch that
+    //  creates a flight and changes it has one state of it).
+    mx_testpg_expect (fx->conn,
+        "SELECT count(*) FROM (SELECT m.flid, count(DISTINCT t.tx) AS txs FROM msg_event m"
+        "  JOIN mx_test_tx t USING (msg_id) WHERE m.target = 'KAFKA:msg' GROUP BY m.flid) c"
+        " FULL JOIN (SELECT flid, count(*) AS n FROM msg_event WHERE target = 'KAFKA:schd' GROUP BY flid) s"
+        " USING (flid) WHERE c.txs IS DISTINCT FROM s.n", "0");
+    mx_testpg_expect (fx->conn, "SELECT count(*) FROM msg_event WHERE target = 'KAFKA:msg'", "10");
+    mx_testpg_expect (fx->conn, "SELECT count(*) < 10 FROM msg_event WHERE target = 'KAFKA:schd'", "t");
 }
 
 int

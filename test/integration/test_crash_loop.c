@@ -216,11 +216,14 @@ s_crash_loop (const char *fault)
         "SELECT count(*) FROM (SELECT min_id, max (max_id) OVER (ORDER BY tx ROWS BETWEEN UNBOUNDED PRECEDING"
         " AND 1 PRECEDING) AS before FROM (SELECT tx, min (msg_id) AS min_id, max (msg_id) AS max_id"
         " FROM mx_test_order GROUP BY tx) g) w WHERE min_id < before"), 0);
-    //  No double business effect: per flight, event versions run 1..n.
+    //  No double business effect: per flight, KAFKA:msg versions run 1..n;
+    //  KAFKA:schd (one per flight and batch) repeats none; both end at the
+    //  flight's version.
     assert_int_equal (s_int (conn,
         "SELECT count(*) FROM (SELECT target, flid, count(*) AS n, count(DISTINCT state_version) AS d,"
         " min(state_version) AS lo, max(state_version) AS hi FROM msg_event GROUP BY target, flid) e"
-        " JOIN flight_schd f USING (flid) WHERE e.n <> e.d OR e.lo <> 1 OR e.hi <> e.n OR e.hi <> f.state_version"),
+        " JOIN flight_schd f USING (flid) WHERE e.n <> e.d OR e.hi <> f.state_version"
+        "    OR (e.target = 'KAFKA:msg' AND (e.lo <> 1 OR e.hi <> e.n))"),
         0);
 
     for (size_t i = 0; i < n; i++)
