@@ -350,6 +350,20 @@ s_change (mx_apply_msg_t *self, mx_flight_slot_t *slot, mx_flight_t *next, json_
     slot->now = next;
 }
 
+//  The slot's state was changed in place by this message (never its
+//  lifecycle): its new version.
+static void
+s_changed (mx_apply_msg_t *self, mx_flight_slot_t *slot, json_t *changed, mx_change_fn *change, void *arg)
+{
+    slot->now->state_version++;
+    slot->now->last_msg_id = self->msg_id;
+    mx_change_t event = {
+        .after = slot->now, .changed = changed, .msg_id = self->msg_id, .meta = mx_sis_meta (self->msg),
+        .tombstone = false
+    };
+    change (arg, &event);
+}
+
 //  FLOP / FDEL: an unknown flight is skipped, and so is a deleted one
 //  unless the message deletes it.
 static void
@@ -370,13 +384,24 @@ s_apply_flop (mx_apply_msg_t *self, mx_flightset_t *flights, int64_t now_ms,
         return;
     }
     json_t *changed = NULL;
-    mx_flight_t *next = flop->fdel ? mx_flight_apply_fdel (slot->now, now_ms, &changed)
-                                   : mx_flight_apply_flop (slot->now, flop, &changed);
-    bool any = json_array_size (changed) > 0;
-    if (any)
-        s_change (self, slot, next, changed, change, arg);
-    else
-        mx_flight_destroy (&next);
+    bool any;
+    if (flop->fdel) {
+        mx_flight_t *next = mx_flight_apply_fdel (slot->now, now_ms, &changed);
+        any = json_array_size (changed) > 0;
+        if (any)
+            s_change (self, slot, next, changed, change, arg);
+        else
+            mx_flight_destroy (&next);
+    }
+    else {
+        //  Onto the state itself: a FLOP changes a few values of a flight,
+        //  and a copy of the whole flight per message cost more than the rest
+        //  of applying it (slot->before keeps the stored state).
+        changed = mx_flight_apply_flop_into (slot->now, flop);
+        any = json_array_size (changed) > 0;
+        if (any)
+            s_changed (self, slot, changed, change, arg);
+    }
     json_decref (changed);
     mx_outcome_set (&self->outcome, MX_STATE_SUCCEEDED, MX_ERR_NONE, NULL, any ? NULL : "no-change");
 }

@@ -482,51 +482,85 @@ mx_flight_apply_fltr (const mx_flight_t *current, const mx_fltr_t *fltr,
     return next;
 }
 
-mx_flight_t *
-mx_flight_apply_flop (const mx_flight_t *current, const mx_flop_t *flop, json_t **changed)
+json_t *
+mx_flight_apply_flop_into (mx_flight_t *flight, const mx_flop_t *flop)
 {
-    assert (current);
+    assert (flight);
     assert (flop);
-    assert (changed);
-    assert (current->flid == flop->flid);
+    assert (flight->flid == flop->flid);
     //  FDEL is a lifecycle change with a time: mx_flight_apply_fdel.
     assert (!flop->fdel);
-
-    mx_flight_t *next = mx_flight_dup (current);
-    for (int index = 0; index < MX_F_COUNT; index++)
-        if (flop->scalar_presence [index] == MX_PRESENT)
-            mx_flight_set_scalar (next, index, flop->scalars [index]);
-        else
-        if (flop->scalar_presence [index] == MX_CLEARED)
-            mx_flight_set_scalar (next, index, NULL);
-
-    for (int index = 0; index < MX_SET_COUNT; index++)
+    //  Only what the FLOP carries can change: each value is compared with
+    //  the flight's and replaced when it differs, in mx_flight_diff's order.
+    json_t *changed = json_array ();
+    assert (changed);
+    for (int index = 0; index < MX_F_COUNT; index++) {
+        if (flop->scalar_presence [index] == MX_ABSENT)
+            continue;
+        const char *value = flop->scalar_presence [index] == MX_PRESENT ? flop->scalars [index] : NULL;
+        if (s_text_equal (flight->scalars [index], value))
+            continue;
+        mx_flight_set_scalar (flight, index, value);
+        json_array_append_new (changed, json_string (s_scalars [index].code));
+    }
+    for (int index = 0; index < MX_SET_COUNT; index++) {
+        if (flop->set_presence [index] == MX_ABSENT)
+            continue;
+        //  The copy is sorted by key: compared as the flight would hold it.
+        mx_set_t next = { 0 };
         if (flop->set_presence [index] == MX_PRESENT)
-            mx_flight_set_set (next, index, &flop->sets [index]);
-        else
-        if (flop->set_presence [index] == MX_CLEARED)
-            mx_set_reset (&next->sets [index]);
-
-    for (int index = 0; index < MX_RARE_COUNT; index++)
-        if (flop->rare_presence [index] != MX_ABSENT) {
-            json_decref (next->rare [index]);
-            next->rare [index] = flop->rare_presence [index] == MX_PRESENT
-                               ? s_json_copy (flop->rare [index]): NULL;
+            s_set_copy (&next, &flop->sets [index]);
+        if (mx_set_equal (&flight->sets [index], &next)) {
+            mx_set_reset (&next);
+            continue;
         }
-
+        mx_set_reset (&flight->sets [index]);
+        flight->sets [index] = next;
+        json_array_append_new (changed, json_string (mx_set_info (index)->element));
+    }
+    for (int index = 0; index < MX_RARE_COUNT; index++) {
+        if (flop->rare_presence [index] == MX_ABSENT)
+            continue;
+        const json_t *value = flop->rare_presence [index] == MX_PRESENT ? flop->rare [index] : NULL;
+        if (s_json_equal (flight->rare [index], value))
+            continue;
+        json_decref (flight->rare [index]);
+        flight->rare [index] = s_json_copy (value);
+        json_array_append_new (changed, json_string (s_rare_codes [index]));
+    }
     //  Unknown elements merge into extra; a JSON null (an unknown element
     //  the codec reports as cleared) removes its key.
+    bool extra_changed = false;
     if (flop->extra) {
         const char *code;
         json_t *value;
         json_object_foreach (flop->extra, code, value) {
-            if (json_is_null (value))
-                json_object_del (next->extra, code);
+            json_t *held = json_object_get (flight->extra, code);
+            if (json_is_null (value)) {
+                if (held) {
+                    json_object_del (flight->extra, code);
+                    extra_changed = true;
+                }
+            }
             else
-                json_object_set_new (next->extra, code, s_json_copy (value));
+            if (!held || !json_equal (held, value)) {
+                json_object_set_new (flight->extra, code, s_json_copy (value));
+                extra_changed = true;
+            }
         }
     }
-    *changed = mx_flight_diff (current, next);
+    if (extra_changed)
+        json_array_append_new (changed, json_string ("EXTRA"));
+    return changed;
+}
+
+mx_flight_t *
+mx_flight_apply_flop (const mx_flight_t *current, const mx_flop_t *flop, json_t **changed)
+{
+    assert (current);
+    assert (changed);
+    mx_flight_t *next = mx_flight_dup (current);
+    *changed = mx_flight_apply_flop_into (next, flop);
     return next;
 }
 

@@ -167,6 +167,12 @@ mx_flight_t *mx_flight_apply_fltr (const mx_flight_t *current, const mx_fltr_t *
 //  A FLOP onto current (never NULL: unknown flights are skipped before).
 mx_flight_t *mx_flight_apply_flop (const mx_flight_t *current, const mx_flop_t *flop, json_t **changed);
 
+//  The same onto flight itself, changing only the values the FLOP carries
+//  and that differ: returns what changed (as mx_flight_diff would say,
+//  empty when nothing did). Bookkeeping (version, last message) is the
+//  caller's.
+json_t *mx_flight_apply_flop_into (mx_flight_t *flight, const mx_flop_t *flop);
+
 //  FDEL: lifecycle DELETED at now_ms; already deleted → no change.
 mx_flight_t *mx_flight_apply_fdel (const mx_flight_t *current, int64_t now_ms, json_t **changed);
 

@@ -1129,6 +1129,21 @@ test_flop_changed_order (void **state)
     json_t *changed = NULL;
     mx_flight_t *next = mx_flight_apply_flop (current, flop, &changed);
     s_assert_changed (changed, "[\"FLTY\",\"STND\",\"NAAT\",\"PSDT\",\"ERUT\",\"VIPF\",\"EXTRA\"]");
+    //  In place: the same state, and what changed is what mx_flight_diff
+    //  says of the two; once more, nothing.
+    mx_flight_t *in_place = mx_flight_dup (current);
+    changed = mx_flight_apply_flop_into (in_place, flop);
+    s_assert_same (next, in_place);
+    char *said = s_dump (changed);
+    json_t *diff = mx_flight_diff (current, in_place);
+    char *diffed = s_dump (diff);
+    assert_string_equal (said, diffed);
+    free (said);
+    free (diffed);
+    json_decref (diff);
+    json_decref (changed);
+    s_assert_changed (mx_flight_apply_flop_into (in_place, flop), "[]");
+    mx_flight_destroy (&in_place);
     mx_flight_destroy (&next);
     mx_flight_destroy (&current);
     mx_flop_destroy (&flop);
