@@ -392,8 +392,10 @@ s_load_flights (s_processor_t *self, mx_flightset_t *flights, char **error)
         char key [24];
         snprintf (key, sizeof key, "%" PRId64, flids [f]);
         const mx_flight_t *kept = (const mx_flight_t *) zhashx_lookup (self->flights, key);
+        //  Lent: the kept states change only once the batch committed,
+        //  after its flight set is gone.
         if (kept && kept->state_version == versions [f] && kept->last_msg_id == last_msg_ids [f])
-            mx_flightset_load (slots [f], mx_flight_dup (kept));
+            mx_flightset_load_kept (slots [f], kept);
         else
             missed [misses++] = flids [f];
     }

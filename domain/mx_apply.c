@@ -223,10 +223,21 @@ struct mx_flightset_t {
 };
 
 static void
+s_before_drop (mx_flight_slot_t *slot)
+{
+    if (slot->before_owned) {
+        mx_flight_t *owned = (mx_flight_t *) slot->before;
+        mx_flight_destroy (&owned);
+    }
+    slot->before = NULL;
+    slot->before_owned = false;
+}
+
+static void
 s_slot_destroy (void **item)
 {
     mx_flight_slot_t *slot = (mx_flight_slot_t *) *item;
-    mx_flight_destroy (&slot->before);
+    s_before_drop (slot);
     mx_flight_destroy (&slot->now);
     free (slot);
     *item = NULL;
@@ -277,10 +288,20 @@ mx_flightset_add (mx_flightset_t *self, int64_t flid)
 void
 mx_flightset_load (mx_flight_slot_t *slot, mx_flight_t *loaded)
 {
-    mx_flight_destroy (&slot->before);
+    s_before_drop (slot);
     mx_flight_destroy (&slot->now);
     slot->before = loaded;
+    slot->before_owned = loaded != NULL;
     slot->now = loaded ? mx_flight_dup (loaded) : NULL;
+}
+
+void
+mx_flightset_load_kept (mx_flight_slot_t *slot, const mx_flight_t *kept)
+{
+    s_before_drop (slot);
+    mx_flight_destroy (&slot->now);
+    slot->before = kept;
+    slot->now = mx_flight_dup (kept);
 }
 
 size_t

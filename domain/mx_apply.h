@@ -115,8 +115,9 @@ bool mx_apply_identity (mx_apply_msg_t *self, int64_t holder);
 //  stored) and the state as the batch has made it so far.
 typedef struct {
     int64_t flid;
-    mx_flight_t *before;
+    const mx_flight_t *before;
     mx_flight_t *now;
+    bool before_owned;          //  false: before is the caller's (mx_flightset_load_kept)
 } mx_flight_slot_t;
 
 typedef struct mx_flightset_t mx_flightset_t;
@@ -129,6 +130,9 @@ mx_flight_slot_t *mx_flightset_get (mx_flightset_t *self, int64_t flid);
 mx_flight_slot_t *mx_flightset_add (mx_flightset_t *self, int64_t flid);
 //  The loaded state of a slot (taken; NULL: no such flight).
 void mx_flightset_load (mx_flight_slot_t *slot, mx_flight_t *loaded);
+//  The same with a stored state the caller keeps, unchanged, for as long as
+//  the set lives (lent, not copied: now is the only copy).
+void mx_flightset_load_kept (mx_flight_slot_t *slot, const mx_flight_t *kept);
 size_t mx_flightset_size (const mx_flightset_t *self);
 //  Iteration in no particular order; NULL at the end.
 mx_flight_slot_t *mx_flightset_first (mx_flightset_t *self);
