@@ -12,6 +12,7 @@
 #include "mx_bulk.h"
 #include "mx_pg.h"
 #include "mx_procstate.h"
+#include "mx_utf8.h"
 
 #define TS(n) "to_timestamp ($" #n "::bigint / 1000.0)"
 
@@ -124,7 +125,11 @@ mx_backfill_record (PGconn *conn, const mx_backfill_result_t *results, size_t co
         //  Read for a RETRY only.
         next_ats [i] = result->outcome == MX_BACKFILL_RETRY ? result->next_at : 0;
         outcomes [i] = s_outcome_names [result->outcome];
-        errors [i] = result->outcome != MX_BACKFILL_CONFIRMED ? result->error : NULL;
+        //  The server refuses text that is not UTF-8, and one such error
+        //  would fail the whole record: that error is not kept.
+        const char *text = result->outcome != MX_BACKFILL_CONFIRMED ? result->error : NULL;
+        errors [i] = text && mx_utf8_invalid_at ((const unsigned char *) text, strlen (text)) == strlen (text)
+                   ? text : NULL;
     }
     char *arrays [5] = {
         mx_bulk_int_array (ids, count), mx_bulk_text_array (outcomes, count), mx_bulk_int_array (attempts, count),

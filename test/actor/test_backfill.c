@@ -670,14 +670,15 @@ test_record_writes_each_outcome (void **state)
 {
     fixture_t *fx = *state;
     char *error = NULL;
-    mx_testpg_exec (fx->conn, "INSERT INTO proc_state (msg_id) VALUES (11), (12), (13), (14)");
-    for (int64_t id = 11; id <= 14; id++)
+    mx_testpg_exec (fx->conn, "INSERT INTO proc_state (msg_id) VALUES (11), (12), (13), (14), (15)");
+    for (int64_t id = 11; id <= 15; id++)
         assert_int_equal (mx_procstate_finish (fx->conn, id, MX_STATE_SUCCEEDED, MX_ERR_NONE, NULL, NULL, T0,
                                                &error), 1);
     mx_backfill_row_t rows [10];
-    assert_int_equal (mx_backfill_lock (fx->conn, 1, INT64_MAX, T0, T0 - 30 * DAY_MS, 10, rows, &error), 4);
+    assert_int_equal (mx_backfill_lock (fx->conn, 1, INT64_MAX, T0, T0 - 30 * DAY_MS, 10, rows, &error), 5);
     //  Error texts with the characters an array literal quotes or escapes
-    //  come back as they were; a confirmed row's error is not kept.
+    //  come back as they were; a confirmed row's error is not kept, nor
+    //  one that is not UTF-8 (the server would refuse the whole record).
     mx_backfill_result_t results [] = {
         { .msg_id = 11, .outcome = MX_BACKFILL_CONFIRMED, .attempts = 0, .next_at = -1, .error = "ignored" },
         { .msg_id = 12, .outcome = MX_BACKFILL_MISSING, .attempts = 1, .next_at = -1,
@@ -685,8 +686,9 @@ test_record_writes_each_outcome (void **state)
         { .msg_id = 13, .outcome = MX_BACKFILL_RETRY, .attempts = 2, .next_at = T0 + 5000,
           .error = "write failed: C:\\mailbox" },
         { .msg_id = 14, .outcome = MX_BACKFILL_EXHAUSTED, .attempts = 3, .next_at = -1, .error = NULL },
+        { .msg_id = 15, .outcome = MX_BACKFILL_RETRY, .attempts = 1, .next_at = T0 + 5000, .error = "bad \xff byte" },
     };
-    assert_int_equal (mx_backfill_record (fx->conn, results, 4, T0 + 1000, &error), 0);
+    assert_int_equal (mx_backfill_record (fx->conn, results, 5, T0 + 1000, &error), 0);
     mx_testpg_expect (fx->conn,
         "SELECT string_agg (concat_ws ('|', msg_id, backfill_at = to_timestamp (" T0_S " + 1),"
         " backfill_next_at = to_timestamp (" T0_S "), backfill_next_at = to_timestamp (" T0_S " + 5),"
@@ -696,7 +698,8 @@ test_record_writes_each_outcome (void **state)
         "11|t|0|-|-|t; "
         "12|t|f|1|row \"12\" {gone}, NULL|t|MISSING|t; "
         "13|f|t|2|write failed: C:\\mailbox|-|t; "
-        "14|t|f|3|-|t|EXHAUSTED|t");
+        "14|t|f|3|-|t|EXHAUSTED|t; "
+        "15|f|t|1|-|-|t");
 }
 
 //  ---------------------------------------------------------------------
