@@ -663,6 +663,46 @@ test_batched_gate_excludes_replay (void **state)
 }
 
 //  ---------------------------------------------------------------------
+//  Every outcome in one record, each row written as its outcome says
+
+static void
+test_record_writes_each_outcome (void **state)
+{
+    fixture_t *fx = *state;
+    char *error = NULL;
+    mx_testpg_exec (fx->conn, "INSERT INTO proc_state (msg_id) VALUES (11), (12), (13), (14), (15)");
+    for (int64_t id = 11; id <= 15; id++)
+        assert_int_equal (mx_procstate_finish (fx->conn, id, MX_STATE_SUCCEEDED, MX_ERR_NONE, NULL, NULL, T0,
+                                               &error), 1);
+    mx_backfill_row_t rows [10];
+    assert_int_equal (mx_backfill_lock (fx->conn, 1, INT64_MAX, T0, T0 - 30 * DAY_MS, 10, rows, &error), 5);
+    //  Error texts with the characters an array literal quotes or escapes
+    //  come back as they were; a confirmed row's error is not kept, nor
+    //  one that is not UTF-8 (the server would refuse the whole record).
+    mx_backfill_result_t results [] = {
+        { .msg_id = 11, .outcome = MX_BACKFILL_CONFIRMED, .attempts = 0, .next_at = -1, .error = "ignored" },
+        { .msg_id = 12, .outcome = MX_BACKFILL_MISSING, .attempts = 1, .next_at = -1,
+          .error = "row \"12\" {gone}, NULL" },
+        { .msg_id = 13, .outcome = MX_BACKFILL_RETRY, .attempts = 2, .next_at = T0 + 5000,
+          .error = "write failed: C:\\mailbox" },
+        { .msg_id = 14, .outcome = MX_BACKFILL_EXHAUSTED, .attempts = 3, .next_at = -1, .error = NULL },
+        { .msg_id = 15, .outcome = MX_BACKFILL_RETRY, .attempts = 1, .next_at = T0 + 5000, .error = "bad \xff byte" },
+    };
+    assert_int_equal (mx_backfill_record (fx->conn, results, 5, T0 + 1000, &error), 0);
+    mx_testpg_expect (fx->conn,
+        "SELECT string_agg (concat_ws ('|', msg_id, backfill_at = to_timestamp (" T0_S " + 1),"
+        " backfill_next_at = to_timestamp (" T0_S "), backfill_next_at = to_timestamp (" T0_S " + 5),"
+        " backfill_attempts, coalesce (backfill_error, '-'), backfill_abandoned_at = to_timestamp (" T0_S " + 1),"
+        " coalesce (backfill_abandoned_reason, '-'), updated_at = to_timestamp (" T0_S " + 1)), '; ' ORDER BY msg_id)"
+        " FROM proc_state",
+        "11|t|0|-|-|t; "
+        "12|t|f|1|row \"12\" {gone}, NULL|t|MISSING|t; "
+        "13|f|t|2|write failed: C:\\mailbox|-|t; "
+        "14|t|f|3|-|t|EXHAUSTED|t; "
+        "15|f|t|1|-|-|t");
+}
+
+//  ---------------------------------------------------------------------
 //  The mailbox goes away and comes back
 
 static void
@@ -823,6 +863,7 @@ main (void)
         cmocka_unit_test_setup_teardown (test_received_at_null_never_overdue, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_only_committed_terminal_rows_are_marked, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_batched_gate_excludes_replay, s_setup, s_teardown),
+        cmocka_unit_test_setup_teardown (test_record_writes_each_outcome, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_mailbox_down_then_marks_catch_up, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_missing_upstream_then_recover_with_audit, s_setup, s_teardown),
         cmocka_unit_test_setup_teardown (test_shadow_mode_writes_nothing, s_setup, s_teardown),
