@@ -542,11 +542,15 @@ test_dispatcher_at_least_once_failed_batch_keeps_target_order (void **state)
     rd_kafka_mock_cluster_t *cluster = mx_testkafka_cluster (fx->kafka);
     assert_int_equal (rd_kafka_mock_broker_push_request_error_rtts (cluster, 2, PRODUCE, 1,
                                                                     RD_KAFKA_RESP_ERR_INVALID_RECORD, 0), 0);
-    //  One batch (delivery-batch = 4): 1, 1, 2, 1 by leader.
+    //  One batch (delivery-batch = 4): 1, 1, 2, 1 by leader. One
+    //  transaction: the start-up sweep, running meanwhile, takes all four
+    //  or none, never the first ones alone (d would then wait for c).
+    s_exec (fx, "BEGIN", 0, NULL);
     int64_t a = s_event (fx, "KAFKA:msg", on_one, 1);
     int64_t b = s_event (fx, "KAFKA:msg", on_one, 2);
     int64_t c = s_event (fx, "KAFKA:msg", on_two, 1);
     int64_t d = s_event (fx, "KAFKA:msg", on_one, 3);
+    s_exec (fx, "COMMIT", 0, NULL);
     s_wake (fx);
     char sql [256];
     snprintf (sql, sizeof sql, "SELECT attempts = 1 FROM msg_event WHERE event_id = %" PRId64, c);
