@@ -430,7 +430,7 @@ s_want_flights (mx_flightset_t *flights, const mx_apply_msg_t *m)
 //  The compacted topic carries the latest state of a flight, not every
 //  step (docs/consumers.md), and the events of one transaction become
 //  visible together, so the dispatcher would merge a flight's earlier
-//  ones of it away unsent: they are not written at all.
+//  states of the batch away unsent: they are not written at all.
 typedef struct {
     int64_t flid;
     int64_t version;
