@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdbool.h>
@@ -40,6 +41,51 @@ struct _mx_testproc_t {
     s_stream_t err;
     char *line;                 //  last line returned by an expect
 };
+
+//  Children not reaped yet. A failed assertion leaves its test function
+//  by longjmp, past the test's own stop of the daemons it started: they
+//  are killed when the test program exits, never left running.
+#define S_LIVE_MAX 256
+static pid_t s_live [S_LIVE_MAX];
+static size_t s_live_count;
+static pthread_mutex_t s_live_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void
+s_live_kill_all (void)
+{
+    pthread_mutex_lock (&s_live_lock);
+    for (size_t index = 0; index < s_live_count; index++) {
+        kill (s_live [index], SIGKILL);
+        while (waitpid (s_live [index], NULL, 0) < 0 && errno == EINTR)
+            ;
+    }
+    s_live_count = 0;
+    pthread_mutex_unlock (&s_live_lock);
+}
+
+static void
+s_live_add (pid_t pid)
+{
+    static bool registered;
+    pthread_mutex_lock (&s_live_lock);
+    if (!registered)
+        registered = atexit (s_live_kill_all) == 0;
+    if (s_live_count < S_LIVE_MAX)
+        s_live [s_live_count++] = pid;
+    pthread_mutex_unlock (&s_live_lock);
+}
+
+static void
+s_live_remove (pid_t pid)
+{
+    pthread_mutex_lock (&s_live_lock);
+    for (size_t index = 0; index < s_live_count; index++)
+        if (s_live [index] == pid) {
+            s_live [index] = s_live [--s_live_count];
+            break;
+        }
+    pthread_mutex_unlock (&s_live_lock);
+}
 
 static int64_t
 s_now_ms (void)
@@ -122,6 +168,7 @@ s_try_reap (mx_testproc_t *self)
     int status;
     pid_t pid = waitpid (self->pid, &status, WNOHANG);
     if (pid == self->pid) {
+        s_live_remove (self->pid);
         self->reaped = true;
         self->status = status;
         if (self->pidfd >= 0)
@@ -259,6 +306,7 @@ mx_testproc_new (const char *const *argv, const char *const *extra_env)
     out_pipe [1] = err_pipe [1] = -1;
     if (rc)
         goto failed;
+    s_live_add (self->pid);
 #ifdef SYS_pidfd_open
     self->pidfd = (int) syscall (SYS_pidfd_open, self->pid, 0);
     if (self->pidfd < 0)
@@ -433,6 +481,7 @@ mx_testproc_destroy (mx_testproc_t **self_p)
         kill (self->pid, SIGKILL);
         while (waitpid (self->pid, NULL, 0) < 0 && errno == EINTR)
             ;
+        s_live_remove (self->pid);
     }
     if (self->pidfd >= 0)
         close (self->pidfd);

@@ -517,6 +517,40 @@ test_proc_run (void **state)
     free (err);
 }
 
+//  A test that fails leaves its test function by longjmp, past its own
+//  stop of what it started: the harness kills every child still running
+//  when the test program exits. This program, run again with
+//  MX_TEST_HARNESS_ORPHAN set, starts a child, prints its pid and exits
+//  without stopping it; the child must be gone once it has exited.
+static void
+test_proc_children_die_with_the_program (void **state)
+{
+    char self [4096];
+    ssize_t length = readlink ("/proc/self/exe", self, sizeof self - 1);
+    assert_true (length > 0);
+    self [length] = '\0';
+    const char *argv [] = { self, NULL };
+    const char *env [] = { "MX_TEST_HARNESS_ORPHAN=1", NULL };
+    char *out = NULL;
+    assert_int_equal (mx_testproc_run (argv, env, 10000, &out, NULL), 0);
+    long pid = strtol (out, NULL, 10);
+    free (out);
+    assert_true (pid > 1);
+    assert_int_equal (kill ((pid_t) pid, 0), -1);
+    assert_int_equal (errno, ESRCH);
+}
+
+static int
+s_orphan_main (void)
+{
+    const char *argv [] = { "/bin/sh", "-c", "echo up >&2; exec tail -f /dev/null", NULL };
+    mx_testproc_t *proc = mx_testproc_new (argv, NULL);
+    if (!proc || !mx_testproc_expect_stderr (proc, "up", 5000))
+        return 1;
+    printf ("%d\n", (int) mx_testproc_pid (proc));
+    return 0;
+}
+
 // ---------------------------------------------------------------- helpers
 
 static void
@@ -560,6 +594,8 @@ test_env_and_tmpdir (void **state)
 int
 main (void)
 {
+    if (getenv ("MX_TEST_HARNESS_ORPHAN"))
+        return s_orphan_main ();
     const struct CMUnitTest tests [] = {
         cmocka_unit_test (test_env_and_tmpdir),
         cmocka_unit_test (test_pg_fresh_database),
@@ -573,6 +609,7 @@ main (void)
         cmocka_unit_test (test_proc_signal),
         cmocka_unit_test (test_proc_large_output),
         cmocka_unit_test (test_proc_run),
+        cmocka_unit_test (test_proc_children_die_with_the_program),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
