@@ -896,12 +896,16 @@ s_handle_child (s_control_t *self, s_child_t *child)
     assert (!"control: unexpected command from a child");
 }
 
+//  Each handler ends the turn (true): the lock connection found broken
+//  fences the instance and an admin verb may stop or start actors, so the
+//  children this turn's poll saw ready may be gone; the next turn polls
+//  the sources as they are then.
 static bool
 s_lock_ready (void *self_, void *arg)
 {
     (void) arg;
     s_lock_readable ((s_control_t *) self_);
-    return false;
+    return true;
 }
 
 static bool
@@ -909,7 +913,7 @@ s_admin_monitor_ready (void *self_, void *arg)
 {
     (void) arg;
     s_admin_monitor_event ((s_control_t *) self_);
-    return false;
+    return true;
 }
 
 static bool
@@ -917,7 +921,7 @@ s_admin_ready (void *self_, void *arg)
 {
     (void) arg;
     s_handle_admin ((s_control_t *) self_);
-    return false;
+    return true;
 }
 
 //  One child message per turn: handling it may stop every child.
