@@ -27,6 +27,8 @@
 //  (docs/performance.md); a longer wait only means a slow commit, and
 //  PostgreSQL answers the state before it without waiting.
 #define S_WRITE_WAIT_MS 25
+#define S_TEXT(x) #x
+#define S_NUMBER_TEXT(x) S_TEXT (x)
 
 static const char *s_outcomes [] = {
     "ok", "not_modified", "bad_request", "not_found", "over_limit", "unavailable",
@@ -67,7 +69,7 @@ s_cache_waited (void)
     return mx_metrics_counter ("msgx_api_cache_waited_total",
         "GET /flights/{flid} the http thread missed (counted in msgx_api_cache_misses_total) and a reader"
         " answered from the cache: the flight's write was committing, and the reader waited for its end"
-        " (at most 25 ms) and its committed document", NULL);
+        " (at most " S_NUMBER_TEXT (S_WRITE_WAIT_MS) " ms) and its committed document", NULL);
 }
 
 static mx_metrics_gauge_t *

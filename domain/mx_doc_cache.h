@@ -13,10 +13,11 @@
     changes before its COMMIT (from then on they are misses and nothing
     enters for them) and mx_doc_cache_write_end (or _invalidate) after the
     commit's outcome is known, before anything downstream can learn of the
-    change; the write's end may store the documents it committed. A reader
-    that misses while a write of its flight is under way may wait for its
-    end (mx_doc_cache_await) instead of reading PostgreSQL. A reader takes a ticket (mx_doc_cache_ticket)
-    before it reads PostgreSQL and offers what it read with that ticket
+    change; the write's end may store the documents it committed. A
+    reader that misses while a write of its flight is under way may wait
+    for its end (mx_doc_cache_await) instead of reading PostgreSQL. A
+    reader takes a ticket (mx_doc_cache_ticket) before it reads
+    PostgreSQL and offers what it read with that ticket
     (mx_doc_cache_put): refused while a write of the flight is under way or
     if the flight was invalidated after the ticket was taken, so a read
     that raced a commit never enters and no hit ever answers a state older
