@@ -53,11 +53,17 @@ s_on_signal (int signal)
 }
 
 static int64_t
-s_now_ns (void)
+s_clock_ns (clockid_t clock)
 {
     struct timespec now;
-    clock_gettime (CLOCK_MONOTONIC, &now);
+    clock_gettime (clock, &now);
     return (int64_t) now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+static int64_t
+s_now_ns (void)
+{
+    return s_clock_ns (CLOCK_MONOTONIC);
 }
 
 //  One keep-alive connection with at most one request in flight.
@@ -65,6 +71,8 @@ typedef struct {
     int fd;
     bool busy;
     int64_t due_ns;                 //  when its request was due
+    int64_t sent_ns;                //  when it went out
+    int64_t arrived_ns;             //  the kernel's receive time of the last bytes read (CLOCK_REALTIME)
     char *in;
     size_t in_size, in_capacity;
     char out [128];
@@ -85,6 +93,9 @@ s_connect (int port)
     }
     int on = 1;
     setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+    //  Receive times from the kernel: they tell the server's part of a
+    //  latency from this process's own lateness in reading it.
+    setsockopt (fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on);
     return fd;
 }
 
@@ -166,10 +177,20 @@ s_read (s_conn_t *conn, int *status, bool *close_after)
             if (!conn->in)
                 return -1;
         }
-        ssize_t got = recv (conn->fd, conn->in + conn->in_size, conn->in_capacity - conn->in_size,
-                            MSG_DONTWAIT);
+        struct iovec data = { .iov_base = conn->in + conn->in_size,
+                              .iov_len = conn->in_capacity - conn->in_size };
+        char control [CMSG_SPACE (sizeof (struct timespec))];
+        struct msghdr message = { .msg_iov = &data, .msg_iovlen = 1,
+                                  .msg_control = control, .msg_controllen = sizeof control };
+        ssize_t got = recvmsg (conn->fd, &message, MSG_DONTWAIT);
         if (got > 0) {
             conn->in_size += (size_t) got;
+            for (struct cmsghdr *c = CMSG_FIRSTHDR (&message); c; c = CMSG_NXTHDR (&message, c))
+                if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+                    struct timespec at;
+                    memcpy (&at, CMSG_DATA (c), sizeof at);
+                    conn->arrived_ns = (int64_t) at.tv_sec * 1000000000 + at.tv_nsec;
+                }
             continue;
         }
         if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -208,8 +229,18 @@ s_rate_run (int port, double rate, int64_t first, int64_t count, double seconds,
     size_t capacity = (size_t) (rate * (seconds > 0 ? seconds + 1 : 3600)) + 1024;
     int64_t *latencies = (int64_t *) malloc (capacity * sizeof *latencies);
     int64_t *queue = (int64_t *) malloc (capacity * sizeof *queue);       //  due times waiting
-    if (epoll_fd < 0 || !conns || !latencies || !queue)
+    //  The latency split in three: due -> sent (queued for a connection, or
+    //  this process late), sent -> the answer's arrival in the socket (the
+    //  server's part, with the loopback), arrival -> read (this process late).
+    int64_t *lateness = (int64_t *) malloc (capacity * sizeof *lateness);
+    int64_t *server = (int64_t *) malloc (capacity * sizeof *server);
+    int64_t *reading = (int64_t *) malloc (capacity * sizeof *reading);
+    if (epoll_fd < 0 || !conns || !latencies || !queue || !lateness || !server || !reading)
         return 1;
+    size_t split = 0;
+    //  Receive times are CLOCK_REALTIME: their offset to CLOCK_MONOTONIC,
+    //  taken once (a run lasts seconds).
+    int64_t realtime_offset = s_clock_ns (CLOCK_REALTIME) - s_now_ns ();
     size_t queued_head = 0, queued_tail = 0, max_queued = 0;
     int open = 0;
     uint64_t rng = 0x9E3779B97F4A7C15ull;
@@ -249,6 +280,8 @@ s_rate_run (int port, double rate, int64_t first, int64_t count, double seconds,
             char path [64];
             snprintf (path, sizeof path, "/flights/%" PRId64, first + (int64_t) (rng % (uint64_t) count));
             conns [pick].due_ns = queue [queued_head++];
+            conns [pick].sent_ns = s_now_ns ();
+            conns [pick].arrived_ns = 0;
             s_send_request (&conns [pick], path);
             if (conns [pick].out_sent != conns [pick].out_size) {
                 errors++;
@@ -278,6 +311,12 @@ s_rate_run (int port, double rate, int64_t first, int64_t count, double seconds,
                 continue;
             if (rc == 1 && conn->busy) {
                 latencies [answered++] = answered_at - conn->due_ns;
+                if (conn->arrived_ns) {
+                    int64_t arrived = conn->arrived_ns - realtime_offset;
+                    lateness [split] = conn->sent_ns - conn->due_ns;
+                    server [split] = arrived > conn->sent_ns ? arrived - conn->sent_ns : 0;
+                    reading [split++] = answered_at > arrived ? answered_at - arrived : 0;
+                }
                 by_status [status == 200 ? 0 : status == 304 ? 1 : status == 404 ? 2 : status == 503 ? 3
                          : status >= 400 && status < 500 ? 4 : 5]++;
                 conn->busy = false;
@@ -314,6 +353,19 @@ s_rate_run (int port, double rate, int64_t first, int64_t count, double seconds,
     printf ("latency   from the time due: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms\n",
             s_percentile_ms (latencies, answered, 0.50), s_percentile_ms (latencies, answered, 0.90),
             s_percentile_ms (latencies, answered, 0.99), answered ? (double) latencies [answered - 1] / 1e6 : 0);
+    qsort (lateness, split, sizeof *lateness, s_compare);
+    qsort (server, split, sizeof *server, s_compare);
+    qsort (reading, split, sizeof *reading, s_compare);
+    printf ("split     of %zu answers with a receive time: due -> sent p50 %.2f ms, p99 %.2f ms;"
+            " sent -> answer in the socket p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms;"
+            " in the socket -> read p50 %.2f ms, p99 %.2f ms\n",
+            split, s_percentile_ms (lateness, split, 0.50), s_percentile_ms (lateness, split, 0.99),
+            s_percentile_ms (server, split, 0.50), s_percentile_ms (server, split, 0.90),
+            s_percentile_ms (server, split, 0.99), split ? (double) server [split - 1] / 1e6 : 0,
+            s_percentile_ms (reading, split, 0.50), s_percentile_ms (reading, split, 0.99));
+    free (lateness);
+    free (server);
+    free (reading);
     free (latencies);
     free (queue);
     free (conns);
