@@ -988,6 +988,7 @@ mx_control_actor (zsock_t *pipe, void *args)
     if (self->config->api_enabled && self->config->api_cache_flights > 0 && self->config->api_cache_bytes > 0) {
         self->doc_cache = mx_doc_cache_new ((size_t) self->config->api_cache_flights,
                                             (size_t) self->config->api_cache_bytes, 0);
+        mx_doc_cache_keep_during_writes (self->doc_cache, streq (self->config->api_read_during_commit, "previous"));
         if (!self->doc_cache)
             mx_warn (ACTOR, "read API: no memory for the state-document cache (msgx.api.cache-flights %"
                      PRId64 "): every GET /flights/{flid} reads PostgreSQL", self->config->api_cache_flights);

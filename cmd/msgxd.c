@@ -358,6 +358,10 @@ static const char *s_advice [MX_CONFIG_KEY_COUNT] = {
     S_ADVICE (api_cache_bytes) =
         "Bounds the cache's memory with msgx.api.cache-flights, whichever is reached first; counts "
         "into the peak RSS (docs/performance.md).",
+    S_ADVICE (api_read_during_commit) =
+        "previous keeps single-flight reads fast while a backlog drains; every change a Kafka record "
+        "or msgxctl announces is already answered. wait when a client compares GET /flights/{flid} "
+        "with PostgreSQL or with the lists, which read it (docs/architecture.md).",
     S_ADVICE (admin_endpoint) =
         "An ipc:// path is mode 0600 (only the msgx user and root connect; see admin.group); under "
         "systemd ipc:///run/msgxd/admin.sock, which msgxctl uses by default. tcp:// has no "

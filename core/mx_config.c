@@ -1951,6 +1951,8 @@ mx_config_validate (const mx_config_t *self, zlist_t *errors)
             s_problem (self, problems, S_IDX (delivery_backoff), "every delay must be more than 0");
             break;
         }
+    if (!streq (self->api_read_during_commit, "previous") && !streq (self->api_read_during_commit, "wait"))
+        s_problem (self, problems, S_IDX (api_read_during_commit), "must be previous or wait");
     if (!streq (self->delivery_semantics, "exactly-once") && !streq (self->delivery_semantics, "at-least-once"))
         s_problem (self, problems, S_IDX (delivery_semantics), "must be exactly-once or at-least-once");
     s_duration_range (self, problems, S_IDX (delivery_inspect_timeout), 100, 600000);

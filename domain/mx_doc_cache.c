@@ -53,6 +53,7 @@ struct mx_doc_cache_t {
     uint64_t floor;                 //  tickets below it are refused
     uint64_t writes;                //  token of the last write begun
     bool enabled;
+    bool keep_during_write;
     uint64_t hits;
     uint64_t misses;
     uint64_t waits;
@@ -211,6 +212,16 @@ mx_doc_cache_destroy (mx_doc_cache_t **self_p)
 }
 
 void
+mx_doc_cache_keep_during_writes (mx_doc_cache_t *self, bool keep)
+{
+    if (!self)
+        return;
+    pthread_mutex_lock (&self->lock);
+    self->keep_during_write = keep;
+    pthread_mutex_unlock (&self->lock);
+}
+
+void
 mx_doc_cache_enable (mx_doc_cache_t *self)
 {
     if (!self)
@@ -294,8 +305,10 @@ mx_doc_cache_write_begin (mx_doc_cache_t *self, const int64_t *flids, size_t cou
     if (self->enabled) {
         token = ++self->writes;
         for (size_t i = 0; i < count; i++) {
+            //  The entry stays, answering the state before the write until
+            //  its end (msgx.api.read-during-commit previous), or goes.
             s_entry_t *entry = (s_entry_t *) s_table_find (&self->entries, flids [i]);
-            if (entry)
+            if (entry && !self->keep_during_write)
                 s_entry_drop (self, entry);
             if (had)
                 had [i] = entry != NULL;

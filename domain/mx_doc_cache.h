@@ -10,12 +10,14 @@
     instance is the writer (mx_doc_cache_enable; disabled and emptied the
     moment it stops being one). Every writer of flight state, holding the
     rows locked, calls mx_doc_cache_write_begin with the flights it
-    changes before its COMMIT (from then on they are misses and nothing
-    enters for them) and mx_doc_cache_write_end (or _invalidate) after the
-    commit's outcome is known, before anything downstream can learn of the
-    change; the write's end may store the documents it committed. A
-    reader that misses while a write of its flight is under way may wait
-    for its end (mx_doc_cache_await) instead of reading PostgreSQL. A
+    changes before its COMMIT (from then on nothing enters for them, and
+    they are misses, or, kept by mx_doc_cache_keep_during_writes, hits of
+    the state before the write) and mx_doc_cache_write_end (or
+    _invalidate) after the commit's outcome is known, before anything
+    downstream can learn of the change; the write's end may store the
+    documents it committed. A reader that misses while a write of its
+    flight is under way may wait for its end (mx_doc_cache_await) instead
+    of reading PostgreSQL. A
     reader takes a ticket (mx_doc_cache_ticket) before it reads
     PostgreSQL and offers what it read with that ticket
     (mx_doc_cache_put): refused while a write of the flight is under way or
@@ -60,11 +62,22 @@ void
 bool
     mx_doc_cache_enabled (mx_doc_cache_t *self);
 
-//  A write of the flights is about to commit: their entries go, and until
-//  the write ends (mx_doc_cache_write_end, or mx_doc_cache_invalidate)
-//  they are misses and no put enters. Writers never hold one flight at
-//  once (the row locks keep them apart). had (count of them, or NULL)
-//  tells which had an entry. Returns the write's token for
+//  keep: a flight being written keeps its entry until the write's end, so
+//  reads answer the state before the write, committed until the COMMIT
+//  returns, without waiting (msgx.api.read-during-commit previous); between
+//  the COMMIT taking effect and the write's end, PostgreSQL already shows
+//  the new state. Not kept (the default): the entry goes at the write's
+//  begin, so no hit is ever older than PostgreSQL, and a read that meets the
+//  write waits for it (mx_doc_cache_await) or reads PostgreSQL.
+void
+    mx_doc_cache_keep_during_writes (mx_doc_cache_t *self, bool keep);
+
+//  A write of the flights is about to commit: until it ends
+//  (mx_doc_cache_write_end, or mx_doc_cache_invalidate) no put enters for
+//  them, and their entries go (they are misses) unless the cache keeps
+//  them during writes (then hits of the state before). Writers never hold
+//  one flight at once (the row locks keep them apart). had (count of
+//  them, or NULL) tells which had an entry. Returns the write's token for
 //  mx_doc_cache_write_end (0 when the cache is off).
 uint64_t
     mx_doc_cache_write_begin (mx_doc_cache_t *self, const int64_t *flids, size_t count, bool *had);

@@ -840,6 +840,17 @@ msgx
         #   reached first; counts into the peak RSS (docs/performance.md).
         cache-bytes = 8388608
 
+        #   GET /flights/{flid} of a cached flight whose change is committing:
+        #   previous = the state before it, until the commit's end (never waits;
+        #   PostgreSQL may show the new one for those milliseconds), wait = wait
+        #   for the commit (at most 25 ms) and answer the new one.
+        #   Text; default previous; environment MSGX_API_READ_DURING_COMMIT.
+        #   previous keeps single-flight reads fast while a backlog drains;
+        #   every change a Kafka record or msgxctl announces is already
+        #   answered. wait when a client compares GET /flights/{flid} with
+        #   PostgreSQL or with the lists, which read it (docs/architecture.md).
+        read-during-commit = previous
+
     admin
         #   msgxctl endpoint, ipc:// (mode 0600, or 0660 with admin.group) or
         #   tcp:// (on loopback, or anywhere with admin.curve).

@@ -196,6 +196,58 @@ test_write_under_way_holds_the_flight_off (void **state)
     mx_doc_cache_destroy (&cache);
 }
 
+//  Kept during writes (msgx.api.read-during-commit previous): a flight
+//  being written answers the state before the write, without waiting,
+//  until the write's end, which replaces it with the committed document;
+//  nothing enters meanwhile; a write that failed leaves a miss; a flight
+//  with no entry still waits for the write.
+static void
+test_kept_during_writes_answers_the_state_before (void **state)
+{
+    (void) state;
+    mx_doc_cache_t *cache = s_cache (16, 4096, 0);
+    mx_doc_cache_keep_during_writes (cache, true);
+    assert_true (s_put (cache, 5, 1));
+    int64_t flids [] = { 5, 6 };
+    bool had [2] = { false, true };
+    uint64_t token = mx_doc_cache_write_begin (cache, flids, 2, had);
+    assert_true (had [0]);
+    assert_false (had [1]);
+    int64_t version = 0;
+    char *doc = NULL;
+    bool waited = true;
+    assert_true (mx_doc_cache_await (cache, 5, 60000, &version, &doc, NULL, &waited));
+    assert_false (waited);
+    assert_int_equal (version, 1);
+    free (doc);
+    assert_false (mx_doc_cache_put (cache, mx_doc_cache_ticket (cache), 5, 2, "read", 4));
+    assert_false (mx_doc_cache_put (cache, mx_doc_cache_ticket (cache), 6, 1, "read", 4));
+    version = 0;
+    assert_false (mx_doc_cache_await (cache, 6, 1, &version, NULL, NULL, &waited));
+    assert_true (waited);
+    mx_doc_cache_doc_t docs [] = { { 5, 2, "five-2", 6 }, { 6, 1, "six-1", 5 } };
+    mx_doc_cache_write_end (cache, token, flids, 2, docs, 2);
+    doc = NULL;
+    assert_true (mx_doc_cache_get (cache, 5, &version, &doc, NULL));
+    assert_int_equal (version, 2);
+    assert_string_equal (doc, "five-2");
+    free (doc);
+    assert_true (mx_doc_cache_get (cache, 6, &version, NULL, NULL));
+    assert_int_equal (version, 1);
+    //  A failed write (its outcome unknown): the state before goes at its end.
+    token = mx_doc_cache_write_begin (cache, flids, 1, NULL);
+    assert_true (s_has (cache, 5));
+    mx_doc_cache_write_end (cache, token, flids, 1, NULL, 0);
+    assert_false (s_has (cache, 5));
+    //  Back to the default: the entry goes at the write's begin.
+    assert_true (s_put (cache, 5, 3));
+    mx_doc_cache_keep_during_writes (cache, false);
+    token = mx_doc_cache_write_begin (cache, flids, 1, NULL);
+    assert_false (s_has (cache, 5));
+    mx_doc_cache_write_end (cache, token, flids, 1, NULL, 0);
+    mx_doc_cache_destroy (&cache);
+}
+
 //  A write's end stores the documents it committed, in the same step as
 //  it ends the hold: no moment in between when the flight is a miss.
 static void
@@ -506,6 +558,7 @@ main (void)
         cmocka_unit_test (test_invalidate_drops_the_entry),
         cmocka_unit_test (test_read_racing_a_commit_is_refused),
         cmocka_unit_test (test_write_under_way_holds_the_flight_off),
+        cmocka_unit_test (test_kept_during_writes_answers_the_state_before),
         cmocka_unit_test (test_write_end_stores_what_it_committed),
         cmocka_unit_test (test_write_end_never_stores_over_a_later_write),
         cmocka_unit_test (test_await_gets_the_document_of_the_write_under_way),
